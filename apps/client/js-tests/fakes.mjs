@@ -58,8 +58,12 @@ export class FakeClock {
 }
 
 /** Let pending promise callbacks (and fetch fakes) run. */
-export async function flush(rounds = 30) {
-  for (let i = 0; i < rounds; i += 1) await new Promise((r) => setImmediate(r));
+export async function flush(rounds = 6) {
+  // Web Crypto work (id token checks) completes off the event loop: give it real time too.
+  for (let i = 0; i < rounds; i += 1) {
+    for (let j = 0; j < 20; j += 1) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 /** A tiny EventTarget-like window with 'message' and 'storage' listeners. */
@@ -226,6 +230,7 @@ export class FakeIam {
   }
 
   authorize(href) {
+    this.lastAuthorize = href;
     const u = new URL(href);
     const q = u.searchParams;
     const redirect = new URL(q.get('redirect_uri'));

@@ -1,0 +1,120 @@
+// Remote mode: the portal keeps the tokens; the app reads /me and /documents with its cookie.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { getService } from '../src/roadkit_client/static/modules/service.js';
+import { MemoryStorage } from '../src/roadkit_client/static/modules/storage.js';
+import { useAuth } from '../src/roadkit_client/static/modules/useAuth.js';
+import { APP, API, DOCS, SETTINGS, USER, FakeWindow, backendRoutes, json, makeFetch, makeLocation } from './fakes.mjs';
+
+const PORTAL = `${API}/portal`;
+
+function world(href, routes = backendRoutes({ base: PORTAL, cookieAuth: true })) {
+  const { location, history } = makeLocation(href);
+  const navigations = [];
+  const fetchFn = makeFetch(routes);
+  const env = {
+    fetch: fetchFn,
+    localStorage: new MemoryStorage(),
+    sessionStorage: new MemoryStorage(),
+    location,
+    history,
+    navigate: (u) => navigations.push(u),
+    crypto: globalThis.crypto,
+    now: () => 0,
+    setTimeout,
+    clearTimeout,
+    window: new FakeWindow(),
+    openChannel: () => null,
+  };
+  const service = getService({ mode: 'remote', settings: SETTINGS, env });
+  const log = [];
+  service.emitter.on('*', (e) => {
+    if (e.type !== 'service:changed') log.push({ name: e.type, isAuthenticated: auth.isAuthenticated, detail: e.detail });
+  });
+  const auth = useAuth({
+    service,
+    onLogin: () => log.push({ name: 'onLogin', isAuthenticated: auth.isAuthenticated }),
+    onLogout: () => log.push({ name: 'onLogout' }),
+    onError: (e) => log.push({ name: 'onError', error: e }),
+  });
+  return { service, auth, log, env, fetch: fetchFn, navigations, location };
+}
+
+test('/login without success goes to the portal with app=roadkit', async () => {
+  const w = world(`${APP}/login`);
+  assert.equal(await w.auth.checkAuthentication(), 'redirect');
+  assert.deepEqual(w.navigations, [`${PORTAL}/login?app=roadkit`]);
+  assert.equal(w.fetch.calls.length, 0);
+});
+
+test('success=1: GET /me then GET /documents, events in order before isAuthenticated, then onLogin', async () => {
+  const w = world(`${APP}/login?success=1`);
+  assert.equal(await w.auth.checkAuthentication(), 'login');
+  assert.deepEqual(
+    w.fetch.calls.map((c) => c.key),
+    [`GET ${PORTAL}/me`, `GET ${PORTAL}/documents`],
+  );
+  assert.ok(w.fetch.calls.every((c) => c.init.credentials === 'include'));
+  assert.ok(w.fetch.calls.every((c) => !c.headers.Authorization), 'no bearer token in remote mode');
+  assert.deepEqual(
+    w.log.map((e) => [e.name, e.isAuthenticated]),
+    [
+      ['service:user:loaded', false],
+      ['service:documents:loaded', false],
+      ['onLogin', true],
+    ],
+  );
+  assert.deepEqual(w.log[0].detail, USER);
+  assert.deepEqual(w.log[1].detail, DOCS);
+  assert.equal(w.auth.isAuthenticated, true);
+  assert.deepEqual(w.auth.user, USER);
+  assert.equal(w.location.href, `${APP}/login`, 'success removed from the URL');
+  assert.equal(w.env.localStorage.length, 0, 'no token stored in the browser');
+  assert.equal(w.env.sessionStorage.length, 0);
+});
+
+test('success=0: not authenticated, an error for onError, no redirect loop', async () => {
+  const w = world(`${APP}/login?success=0`);
+  assert.equal(await w.auth.checkAuthentication(), 'no-auth');
+  assert.equal(w.auth.isAuthenticated, false);
+  const errors = w.log.filter((e) => e.name === 'onError');
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0].error.code, 'remote_login_failed');
+  assert.equal(w.auth.error, errors[0].error);
+  assert.equal(w.navigations.length, 0);
+  assert.equal(w.fetch.calls.length, 0);
+});
+
+test('success=1 but the profile is refused: error, not authenticated', async () => {
+  const w = world(`${APP}/login?success=1`, {
+    [`GET ${PORTAL}/me`]: () => json({ code: 401, status: 'Unauthorized' }, 401),
+  });
+  await w.auth.checkAuthentication();
+  assert.equal(w.auth.isAuthenticated, false);
+  assert.equal(w.auth.error.code, 'unauthorized');
+  assert.equal(w.log.filter((e) => e.name === 'service:user:loaded').length, 0);
+});
+
+test('"login" elsewhere in the URL is not the login route', async () => {
+  const w = world(`${APP}/catalog/login-help?success=1`);
+  assert.equal(await w.auth.checkAuthentication(), 'logout');
+});
+
+test('on another page the portal session is checked with GET /me', async () => {
+  const w = world(`${APP}/`);
+  assert.equal(await w.auth.checkAuthentication(), 'restored');
+  assert.equal(w.auth.isAuthenticated, true);
+});
+
+test('logout forgets the user, tells other tabs and goes to the portal logout', async () => {
+  const w = world(`${APP}/login?success=1`);
+  await w.auth.checkAuthentication();
+  const posted = [];
+  w.service.channel = { postMessage: (m) => posted.push(m) };
+  assert.equal(await w.auth.logout(), 'redirect');
+  assert.equal(w.auth.isAuthenticated, false);
+  assert.equal(w.auth.user, null);
+  assert.deepEqual(posted, [{ type: 'logout' }]);
+  assert.deepEqual(w.navigations, [`${PORTAL}/logout?app=roadkit`]);
+  assert.equal(w.log.filter((e) => e.name === 'onLogout').length, 1);
+});
