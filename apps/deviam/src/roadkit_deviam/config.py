@@ -31,7 +31,7 @@ class User:
     """A realm user with Keycloak's profile attributes."""
 
     username: str
-    password: str
+    password: str = attrs.field(repr=False)
     email: str = ""
     first_name: str = ""
     last_name: str = ""
@@ -52,7 +52,7 @@ class Client:
 
     client_id: str
     public: bool = True
-    secret: str = ""
+    secret: str = attrs.field(default="", repr=False)
     pkce_method: str | None = None
     redirect_uris: tuple[str, ...] = ()
     web_origins: tuple[str, ...] = ()

@@ -1,0 +1,129 @@
+"""``/me`` and ``/documents``: the caller's profile and saved routes and isochrones."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .errors import ApiError, BadRequest, NotFound
+
+MAX_TITLE = 200
+DOCUMENT_TYPES = ("route", "isochrone")
+GEOMETRY_TYPES = ("Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon")
+GEOJSON_TYPES = ("Feature", "FeatureCollection", "GeometryCollection", *GEOMETRY_TYPES)
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _check_geometry(value: Any, where: str) -> None:
+    if value is None and where.endswith(".geometry"):
+        return
+    if not isinstance(value, dict):
+        raise BadRequest(f"{where}: expected a GeoJSON geometry object")
+    kind = value.get("type")
+    if kind == "GeometryCollection":
+        geometries = value.get("geometries")
+        if not isinstance(geometries, list):
+            raise BadRequest(f"{where}.geometries: expected an array")
+        for index, item in enumerate(geometries):
+            _check_geometry(item, f"{where}.geometries[{index}]")
+        return
+    if kind not in GEOMETRY_TYPES:
+        raise BadRequest(f"{where}.type: expected one of {', '.join(GEOJSON_TYPES)}, got {kind!r}")
+    if not isinstance(value.get("coordinates"), list):
+        raise BadRequest(f"{where}.coordinates: expected an array")
+
+
+def _check_feature(value: Any, where: str) -> None:
+    if not isinstance(value, dict) or value.get("type") != "Feature":
+        raise BadRequest(f"{where}: expected a GeoJSON Feature")
+    _check_geometry(value.get("geometry"), f"{where}.geometry")
+    if value.get("properties") is not None and not isinstance(value.get("properties"), dict):
+        raise BadRequest(f"{where}.properties: expected an object or null")
+
+
+def validate_geojson(value: Any) -> dict[str, Any]:
+    """A GeoJSON Feature, FeatureCollection or Geometry object; raises :class:`BadRequest` naming the field."""
+    if not isinstance(value, dict):
+        raise BadRequest("geojson: expected a GeoJSON object")
+    kind = value.get("type")
+    if kind == "Feature":
+        _check_feature(value, "geojson")
+    elif kind == "FeatureCollection":
+        features = value.get("features")
+        if not isinstance(features, list):
+            raise BadRequest("geojson.features: expected an array")
+        for index, feature in enumerate(features):
+            _check_feature(feature, f"geojson.features[{index}]")
+    else:
+        _check_geometry(value, "geojson")
+    return value
+
+
+def validate_document(body: Any) -> tuple[str, str, dict[str, Any]]:
+    """Check a ``POST /documents`` body; returns (title, type, geojson)."""
+    if not isinstance(body, dict):
+        raise BadRequest("body: expected a JSON object with title, type and geojson")
+    unknown = sorted(set(body) - {"title", "type", "geojson"})
+    if unknown:
+        raise BadRequest(f"{unknown[0]}: unknown field (expected title, type, geojson)")
+    title = body.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise BadRequest("title: expected a non-empty string")
+    title = title.strip()
+    if len(title) > MAX_TITLE:
+        raise BadRequest(f"title: expected at most {MAX_TITLE} characters, got {len(title)}")
+    kind = body.get("type")
+    if kind not in DOCUMENT_TYPES:
+        raise BadRequest(f"type: expected 'route' or 'isochrone', got {kind!r}")
+    return title, str(kind), validate_geojson(body.get("geojson"))
+
+
+async def read_json_body(request: Request, max_bytes: int) -> Any:
+    """The request's JSON body, counted as it streams in (413 past ``max_bytes``)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json" and not content_type.endswith("+json"):
+        raise ApiError(415, "unsupported_media_type", "body: expected Content-Type application/json")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise ApiError(413, "payload_too_large", f"body: larger than {max_bytes} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("body: expected valid JSON") from None
+
+
+async def me(request: Request) -> Response:
+    """``GET /me``: the caller's profile."""
+    principal = await request.app.state.auth.principal(request)
+    return JSONResponse(principal.profile(), headers=NO_STORE)
+
+
+async def list_documents(request: Request) -> Response:
+    """``GET /documents``: the caller's documents, newest first."""
+    principal = await request.app.state.auth.principal(request)
+    documents = await request.app.state.storage.list_documents(principal.subject)
+    return JSONResponse([d.as_json() for d in documents], headers=NO_STORE)
+
+
+async def create_document(request: Request) -> Response:
+    """``POST /documents``: save a route or isochrone; 201 with the stored document."""
+    principal = await request.app.state.auth.principal(request)
+    title, kind, geojson = validate_document(await read_json_body(request, request.app.state.max_body_bytes))
+    document = await request.app.state.storage.add_document(principal.subject, title, kind, geojson)
+    return JSONResponse(document.as_json(), status_code=201, headers=NO_STORE)
+
+
+async def delete_document(request: Request) -> Response:
+    """``DELETE /documents/{id}``: 204, or 404 when the caller has no such document."""
+    principal = await request.app.state.auth.principal(request)
+    document_id = request.path_params["document_id"]
+    if not await request.app.state.storage.delete_document(principal.subject, document_id):
+        raise NotFound(f"document {document_id!r} not found")
+    return Response(status_code=204, headers=NO_STORE)

@@ -1,0 +1,158 @@
+"""The remote-mode portal: a server-side authorization code flow (confidential client + PKCE).
+
+``GET /login?app=NAME`` starts the flow with a random ``state``, ``nonce`` and PKCE verifier
+kept server-side and bound to a short-lived ``roadkit_login`` cookie; ``GET /login/callback``
+checks them, exchanges the code, validates the tokens, opens a session behind the HttpOnly
+``roadkit_session`` cookie and sends the browser to ``{app login URL}?success=1``
+(``success=0`` on any failure). ``GET /logout?app=NAME`` ends both sessions.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import secrets
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from .auth import SESSION_COOKIE
+from .config import ClientConfig, PortalApp
+from .errors import BadRequest
+from .oidc import IamUnavailable, InvalidToken
+from .sessions import TokenRequestFailed, hash_cookie
+from .storage import LoginRequest
+
+log = logging.getLogger("roadkit_client.portal")
+
+LOGIN_COOKIE = "roadkit_login"
+
+
+def _with_query(url: str, **params: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{urlencode(params)}"
+
+
+def _app(config: ClientConfig, name: str | None) -> tuple[str, PortalApp]:
+    if not name:
+        raise BadRequest("app: missing; expected one of " + ", ".join(sorted(config.portal.apps)))
+    app = config.portal.apps.get(name)
+    if app is None:
+        raise BadRequest(f"app: unknown application {name!r}; expected one of " + ", ".join(sorted(config.portal.apps)))
+    return name, app
+
+
+def _secure(config: ClientConfig) -> bool:
+    return config.backend.public_url.startswith("https://")
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+
+
+def callback_url(config: ClientConfig) -> str:
+    """The portal client's registered redirect URI."""
+    return f"{config.backend.public_url.rstrip('/')}/login/callback"
+
+
+async def login(request: Request) -> Response:
+    """``GET /login?app=NAME``: redirect to the IAM's authorization endpoint."""
+    config: ClientConfig = request.app.state.config
+    name, app = _app(config, request.query_params.get("app"))
+    try:
+        authorize = await request.app.state.provider.endpoint("authorization_endpoint")
+    except IamUnavailable as exc:
+        log.warning("portal login: %s", exc)
+        return _redirect(_with_query(app.login, success="0"))
+    handle = secrets.token_urlsafe(32)
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
+    pending = LoginRequest(id_hash=hash_cookie(handle), state=secrets.token_urlsafe(24), code_verifier=verifier,
+                           nonce=secrets.token_urlsafe(24), app=name, created_at=request.app.state.now())
+    await request.app.state.storage.save_login_request(pending)
+    query = {
+        "client_id": config.portal.client_id, "response_type": "code", "redirect_uri": callback_url(config),
+        "scope": config.portal.scope, "state": pending.state, "nonce": pending.nonce,
+        "code_challenge": challenge, "code_challenge_method": "S256",
+    }
+    response = _redirect(f"{authorize}?{urlencode(query)}")
+    response.set_cookie(LOGIN_COOKIE, handle, max_age=config.portal.login_timeout, path="/login",
+                        httponly=True, samesite="lax", secure=_secure(config))
+    return response
+
+
+async def _complete(request: Request, pending: LoginRequest, app: PortalApp) -> str | None:
+    """Check the callback and exchange the code; returns the new session cookie or None."""
+    config: ClientConfig = request.app.state.config
+    params = request.query_params
+    provider = request.app.state.provider
+    if request.app.state.now() - pending.created_at > config.portal.login_timeout:
+        log.info("portal callback: login request expired")
+        return None
+    if not hmac.compare_digest(params.get("state", ""), pending.state):
+        log.info("portal callback: state mismatch")
+        return None
+    if params.get("error"):
+        log.info("portal callback: the IAM answered error=%s", params.get("error")[:64])
+        return None
+    if params.get("iss") is not None and params.get("iss") != provider.issuer:
+        log.info("portal callback: unexpected iss parameter")
+        return None
+    code = params.get("code")
+    if not code:
+        log.info("portal callback: no code")
+        return None
+    try:
+        tokens = await request.app.state.portal_client.exchange_code(code, callback_url(config), pending.code_verifier)
+        id_token = tokens.get("id_token")
+        if not isinstance(id_token, str):
+            raise InvalidToken("no ID token")
+        await provider.validate_id_token(id_token, config.portal.client_id, pending.nonce)
+        claims = await provider.validate_access_token(tokens["access_token"], config.authorized_parties)
+    except TokenRequestFailed as failure:
+        log.info("portal callback: code exchange refused: %s", failure)
+        return None
+    except (InvalidToken, IamUnavailable) as exc:
+        log.info("portal callback: %s", exc)
+        return None
+    cookie: str = await request.app.state.sessions.create(str(claims["sub"]), tokens)
+    return cookie
+
+
+async def login_callback(request: Request) -> Response:
+    """``GET /login/callback``: finish the login and send the browser back to the app."""
+    config: ClientConfig = request.app.state.config
+    handle = request.cookies.get(LOGIN_COOKIE)
+    pending = await request.app.state.storage.take_login_request(hash_cookie(handle)) if handle else None
+    if pending is None or pending.app not in config.portal.apps:
+        log.info("portal callback: no login in progress for this browser")
+        default_app = next(iter(config.portal.apps.values()))
+        response = _redirect(_with_query(default_app.login, success="0"))
+        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        return response
+    app = config.portal.apps[pending.app]
+    cookie = await _complete(request, pending, app)
+    response = _redirect(_with_query(app.login, success="1" if cookie else "0"))
+    response.delete_cookie(LOGIN_COOKIE, path="/login")
+    if cookie:
+        previous = request.cookies.get(SESSION_COOKIE)
+        if previous:
+            await request.app.state.sessions.end(previous)
+        response.set_cookie(SESSION_COOKIE, cookie, max_age=config.portal.session_lifetime, path="/",
+                            httponly=True, samesite="lax", secure=_secure(config))
+    return response
+
+
+async def logout(request: Request) -> Response:
+    """``GET /logout?app=NAME``: end the IAM and portal sessions, clear the cookie, return to the app."""
+    config: ClientConfig = request.app.state.config
+    _, app = _app(config, request.query_params.get("app"))
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie:
+        await request.app.state.sessions.end(cookie)
+    target = app.logout or f"{config.app.public_url.rstrip('/')}/"
+    response = _redirect(_with_query(target, success="1"))
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=_secure(config))
+    return response

@@ -1,0 +1,103 @@
+"""Records and the storage interface shared by the SQLite and PostgreSQL implementations."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+from typing import Any, Protocol
+
+import attrs
+
+
+def utc_now_iso() -> str:
+    """The current time as ISO 8601 UTC with milliseconds, e.g. ``2026-01-02T03:04:05.678Z``."""
+    now = datetime.datetime.now(datetime.UTC)
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    """A fresh document identifier."""
+    return str(uuid.uuid4())
+
+
+@attrs.frozen
+class Document:
+    """A saved route or isochrone of one user."""
+
+    id: str
+    owner: str
+    title: str
+    type: str
+    date: str
+    geojson: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        """The API representation (the owner is implicit: it is the caller)."""
+        return {"id": self.id, "title": self.title, "type": self.type, "date": self.date, "geojson": self.geojson}
+
+    @staticmethod
+    def geojson_text(geojson: dict[str, Any]) -> str:
+        """Compact JSON text for storage."""
+        return json.dumps(geojson, separators=(",", ":"))
+
+
+@attrs.define
+class SessionRecord:
+    """A portal session: the IAM tokens kept server-side, keyed by the hash of the cookie value."""
+
+    id_hash: str
+    subject: str
+    access_token: str
+    refresh_token: str
+    id_token: str
+    access_expires_at: float
+    refresh_expires_at: float
+    created_at: float
+    expires_at: float
+
+
+@attrs.frozen
+class LoginRequest:
+    """A portal login in progress: state, PKCE verifier and nonce, bound to a pre-login cookie."""
+
+    id_hash: str
+    state: str
+    code_verifier: str
+    nonce: str
+    app: str
+    created_at: float
+
+
+class Storage(Protocol):
+    """What the backend needs from a database. Every method is safe to call concurrently."""
+
+    async def open(self) -> None:
+        """Connect and create the tables when missing."""
+
+    async def close(self) -> None:
+        """Release connections."""
+
+    async def list_documents(self, owner: str) -> list[Document]:
+        """The owner's documents, newest first."""
+
+    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
+        """Store a new document and return it."""
+
+    async def delete_document(self, owner: str, document_id: str) -> bool:
+        """Delete one of the owner's documents; False when the owner has no such document."""
+
+    async def save_session(self, record: SessionRecord) -> None:
+        """Insert or replace a portal session."""
+
+    async def get_session(self, id_hash: str) -> SessionRecord | None:
+        """A portal session by cookie hash."""
+
+    async def delete_session(self, id_hash: str) -> None:
+        """Forget a portal session."""
+
+    async def save_login_request(self, request: LoginRequest) -> None:
+        """Remember a portal login in progress."""
+
+    async def take_login_request(self, id_hash: str) -> LoginRequest | None:
+        """Return and delete a login in progress (single use)."""

@@ -1,0 +1,132 @@
+"""PostgreSQL storage (``backend.postgres_dsn``) with an asyncpg connection pool."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from .base import Document, LoginRequest, SessionRecord, new_id, utc_now_iso
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    title TEXT NOT NULL,
+    type TEXT NOT NULL,
+    date TEXT NOT NULL,
+    geojson JSONB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_owner ON documents (owner, seq);
+CREATE TABLE IF NOT EXISTS sessions (
+    id_hash TEXT PRIMARY KEY,
+    subject TEXT NOT NULL,
+    access_token TEXT NOT NULL,
+    refresh_token TEXT NOT NULL,
+    id_token TEXT NOT NULL,
+    access_expires_at DOUBLE PRECISION NOT NULL,
+    refresh_expires_at DOUBLE PRECISION NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS login_requests (
+    id_hash TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    code_verifier TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    app TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
+"""
+
+_SESSION_COLUMNS = (
+    "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
+)
+
+
+class PostgresStorage:
+    """Documents in ``documents``, portal sessions in ``sessions``, logins in progress in ``login_requests``."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open pool."""
+        assert self._pool is not None, "storage is not open"
+        return self._pool
+
+    async def open(self) -> None:
+        """Create the pool and the tables."""
+        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=5)
+        async with self.pool.acquire() as conn:
+            await conn.execute(SCHEMA)
+
+    async def close(self) -> None:
+        """Close the pool."""
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def list_documents(self, owner: str) -> list[Document]:
+        """The owner's documents, newest first."""
+        rows = await self.pool.fetch(
+            "SELECT id, owner, title, type, date, geojson::text AS geojson FROM documents "
+            "WHERE owner = $1 ORDER BY seq DESC", owner,
+        )
+        return [Document(id=r["id"], owner=r["owner"], title=r["title"], type=r["type"], date=r["date"],
+                         geojson=json.loads(r["geojson"])) for r in rows]
+
+    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
+        """Insert a document."""
+        document = Document(id=new_id(), owner=owner, title=title, type=type_, date=utc_now_iso(), geojson=geojson)
+        await self.pool.execute(
+            "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
+            document.id, owner, title, type_, document.date, Document.geojson_text(geojson),
+        )
+        return document
+
+    async def delete_document(self, owner: str, document_id: str) -> bool:
+        """Delete when it is the owner's."""
+        status = await self.pool.execute("DELETE FROM documents WHERE owner = $1 AND id = $2", owner, document_id)
+        return status != "DELETE 0"
+
+    async def save_session(self, record: SessionRecord) -> None:
+        """Insert or replace a session."""
+        await self.pool.execute(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+            "ON CONFLICT (id_hash) DO UPDATE SET subject = EXCLUDED.subject, access_token = EXCLUDED.access_token, "
+            "refresh_token = EXCLUDED.refresh_token, id_token = EXCLUDED.id_token, "
+            "access_expires_at = EXCLUDED.access_expires_at, refresh_expires_at = EXCLUDED.refresh_expires_at, "
+            "created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at",
+            record.id_hash, record.subject, record.access_token, record.refresh_token, record.id_token,
+            record.access_expires_at, record.refresh_expires_at, record.created_at, record.expires_at,
+        )
+
+    async def get_session(self, id_hash: str) -> SessionRecord | None:
+        """A session by cookie hash."""
+        row = await self.pool.fetchrow(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id_hash = $1", id_hash)
+        return SessionRecord(*row.values()) if row else None
+
+    async def delete_session(self, id_hash: str) -> None:
+        """Forget a session."""
+        await self.pool.execute("DELETE FROM sessions WHERE id_hash = $1", id_hash)
+
+    async def save_login_request(self, request: LoginRequest) -> None:
+        """Remember a login in progress."""
+        await self.pool.execute(
+            "INSERT INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id_hash) DO NOTHING",
+            request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at,
+        )
+
+    async def take_login_request(self, id_hash: str) -> LoginRequest | None:
+        """Return and delete a login in progress (one statement, so two callers cannot both get it)."""
+        row = await self.pool.fetchrow(
+            "DELETE FROM login_requests WHERE id_hash = $1 "
+            "RETURNING id_hash, state, code_verifier, nonce, app, created_at", id_hash,
+        )
+        return LoginRequest(*row.values()) if row else None

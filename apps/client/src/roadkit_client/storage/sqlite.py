@@ -1,0 +1,145 @@
+"""SQLite storage (the default): the standard library driver, run off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .base import Document, LoginRequest, SessionRecord, new_id, utc_now_iso
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    title TEXT NOT NULL,
+    type TEXT NOT NULL,
+    date TEXT NOT NULL,
+    geojson TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_owner ON documents (owner, seq);
+CREATE TABLE IF NOT EXISTS sessions (
+    id_hash TEXT PRIMARY KEY,
+    subject TEXT NOT NULL,
+    access_token TEXT NOT NULL,
+    refresh_token TEXT NOT NULL,
+    id_token TEXT NOT NULL,
+    access_expires_at REAL NOT NULL,
+    refresh_expires_at REAL NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS login_requests (
+    id_hash TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    code_verifier TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    app TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+_SESSION_COLUMNS = (
+    "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
+)
+
+
+class SqliteStorage:
+    """One connection guarded by a lock; each call runs in a worker thread."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    async def _run(self, func: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            assert self._db is not None, "storage is not open"
+            with self._lock, self._db:
+                return func(self._db)
+
+        return await asyncio.to_thread(call)
+
+    async def open(self) -> None:
+        """Open (creating the file and tables when missing)."""
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
+        await self._run(lambda db: db.executescript(SCHEMA))
+
+    async def close(self) -> None:
+        """Close the connection."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    async def list_documents(self, owner: str) -> list[Document]:
+        """The owner's documents, newest first."""
+        rows = await self._run(lambda db: db.execute(
+            "SELECT id, owner, title, type, date, geojson FROM documents WHERE owner = ? ORDER BY seq DESC", (owner,)
+        ).fetchall())
+        return [Document(id=r[0], owner=r[1], title=r[2], type=r[3], date=r[4], geojson=json.loads(r[5])) for r in rows]
+
+    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
+        """Insert a document."""
+        document = Document(id=new_id(), owner=owner, title=title, type=type_, date=utc_now_iso(), geojson=geojson)
+        await self._run(lambda db: db.execute(
+            "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES (?, ?, ?, ?, ?, ?)",
+            (document.id, owner, title, type_, document.date, Document.geojson_text(geojson)),
+        ))
+        return document
+
+    async def delete_document(self, owner: str, document_id: str) -> bool:
+        """Delete when it is the owner's."""
+        count = await self._run(lambda db: db.execute(
+            "DELETE FROM documents WHERE owner = ? AND id = ?", (owner, document_id)
+        ).rowcount)
+        return count > 0
+
+    async def save_session(self, record: SessionRecord) -> None:
+        """Insert or replace a session."""
+        values = (record.id_hash, record.subject, record.access_token, record.refresh_token, record.id_token,
+                  record.access_expires_at, record.refresh_expires_at, record.created_at, record.expires_at)
+        await self._run(lambda db: db.execute(
+            f"INSERT OR REPLACE INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values
+        ))
+
+    async def get_session(self, id_hash: str) -> SessionRecord | None:
+        """A session by cookie hash."""
+        row = await self._run(lambda db: db.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id_hash = ?", (id_hash,)
+        ).fetchone())
+        return SessionRecord(*row) if row else None
+
+    async def delete_session(self, id_hash: str) -> None:
+        """Forget a session."""
+        await self._run(lambda db: db.execute("DELETE FROM sessions WHERE id_hash = ?", (id_hash,)))
+
+    async def save_login_request(self, request: LoginRequest) -> None:
+        """Remember a login in progress."""
+        await self._run(lambda db: db.execute(
+            "INSERT OR REPLACE INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at),
+        ))
+
+    async def take_login_request(self, id_hash: str) -> LoginRequest | None:
+        """Return and delete a login in progress."""
+        def take(db: sqlite3.Connection) -> Any:
+            row = db.execute(
+                "SELECT id_hash, state, code_verifier, nonce, app, created_at FROM login_requests WHERE id_hash = ?",
+                (id_hash,),
+            ).fetchone()
+            db.execute("DELETE FROM login_requests WHERE id_hash = ?", (id_hash,))
+            return row
+
+        row = await self._run(take)
+        return LoginRequest(*row) if row else None
