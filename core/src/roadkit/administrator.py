@@ -1,0 +1,200 @@
+"""The administrator: its admin API first, then the managed services; global health.
+
+A managed service is reached only through :class:`ServiceHandle` (start, stop, health,
+projection, describe), so that a handle running the service in a child process can replace
+:class:`InProcessService` without touching the administrator or the admin API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import Any, Protocol
+
+from roadkit.app import create_app
+from roadkit.config import ManagedService, ServerConfig, load_server, load_service
+from roadkit.config.files import read_document
+from roadkit.errors import ConfigurationError, NotFound, RoadkitError
+from roadkit.plugins import Plugins
+from roadkit.servers import Server
+from roadkit.service import Service
+
+log = logging.getLogger(__name__)
+
+
+class ServiceHandle(Protocol):
+    """How the administrator drives a managed service, wherever it runs."""
+
+    id: str
+    managed: ManagedService
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def health(self) -> dict[str, Any]: ...
+    async def projection(self, pid: str) -> dict[str, str]: ...
+    def describe(self) -> dict[str, Any]: ...
+
+
+class InProcessService:
+    """A service running in the administrator's own process (``mode = "same-process"``)."""
+
+    def __init__(self, managed: ManagedService, cors: Path | None, plugins: Plugins, *, access_log: bool = False) -> None:
+        self.id = managed.id
+        self.managed = managed
+        self.cors = cors
+        self.plugins = plugins
+        self.access_log = access_log
+        self.lifecycle = "init"
+        self.error = ""
+        self.service: Service | None = None
+        self.server: Server | None = None
+
+    async def start(self) -> None:
+        """Load, connect the sources, then open the listeners. Failures are kept for health."""
+        self.lifecycle, self.error = "starting", ""
+        try:
+            config = load_service(self.managed.configuration, cors=self.cors)
+            self.service = Service(config, self.plugins, id=self.id)
+            await asyncio.wait_for(self.service.start(), self.managed.startup_timeout)
+            app = create_app(self.service, manage_lifecycle=False)
+            self.server = Server(app, config.listeners, access_log=self.access_log)
+            await self.server.start()
+        except Exception as exc:
+            self.lifecycle = "failed"
+            self.error = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
+            log.error("service %s failed to start:\n%s", self.id, self.error)
+            await self._close()
+            return
+        self.lifecycle = "ready"
+        log.info("service %s listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
+
+    async def _close(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+        if self.service is not None:
+            await self.service.stop()
+
+    async def stop(self) -> None:
+        """Close the listeners, then disconnect the sources."""
+        await self._close()
+        self.lifecycle = "stopped"
+        log.info("service %s stopped", self.id)
+
+    async def health(self) -> dict[str, Any]:
+        if self.service is None or self.lifecycle != "ready":
+            entry: dict[str, Any] = {"id": self.id, "state": "red" if self.lifecycle == "failed" else "init", "lifecycle": self.lifecycle}
+            if self.service is not None:
+                entry["sources"] = self.service.health()["sources"]
+            if self.error:
+                entry["reason"] = self.error
+            return entry
+        return self.service.health()
+
+    async def projection(self, pid: str) -> dict[str, str]:
+        if self.service is None or self.lifecycle != "ready":
+            raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
+        return self.service.projection(pid)
+
+    def describe(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": self.id,
+            "mode": self.managed.mode,
+            "configurationFile": str(self.managed.configuration),
+            "lifecycle": self.lifecycle,
+        }
+        try:
+            entry["configuration"] = read_document(self.managed.configuration)
+        except ConfigurationError as exc:
+            entry["configurationError"] = exc.problems
+        return entry
+
+
+class Administrator:
+    """Starts the admin API, then every managed service; answers health for all of them."""
+
+    def __init__(self, config: ServerConfig, plugins: Plugins | None = None) -> None:
+        self.config = config
+        self.plugins = plugins or Plugins.create()
+        self.handles: dict[str, ServiceHandle] = {}
+        for managed in config.services:
+            if managed.mode != "same-process":
+                raise ConfigurationError([f"{config.path}: services: mode {managed.mode!r} of service {managed.id!r} is not available yet; use \"same-process\""])
+            self.handles[managed.id] = InProcessService(
+                managed, config.administrator.cors, self.plugins, access_log=config.administrator.logging.access_log
+            )
+        self.server: Server | None = None
+
+    def handle(self, sid: str) -> ServiceHandle:
+        """The handle of a managed service (404 when unknown)."""
+        try:
+            return self.handles[sid]
+        except KeyError:
+            raise NotFound(f"Can't find service {sid}") from None
+
+    async def health(self) -> dict[str, Any]:
+        """Global state: green only when every service is green; red when any is red or starting."""
+        services = [await handle.health() for handle in self.handles.values()]
+        states = {s["state"] for s in services}
+        if states <= {"green"}:
+            state = "green"
+        elif states & {"red", "init", "unknown"}:
+            state = "red"
+        else:
+            state = "orange"
+        return {"state": state, "administrator": {"state": "green"}, "services": services}
+
+    async def start(self) -> None:
+        """The admin listener first (ready before any service), then the services one by one."""
+        from roadkit.apis.admin import create_admin_app
+
+        self.server = Server(create_admin_app(self), [self.config.administrator.listener])
+        await self.server.start()
+        log.info("admin API listening on %s", self.config.administrator.listener.bind)
+        for handle in self.handles.values():
+            await handle.start()
+
+    async def stop(self) -> None:
+        """Stop the services, then the admin listener."""
+        for handle in self.handles.values():
+            await handle.stop()
+        if self.server is not None:
+            await self.server.stop()
+
+
+def _configure_logging(config: ServerConfig, level: str | None) -> None:
+    root = logging.getLogger()
+    root.setLevel((level or config.administrator.logging.level).upper())
+    if config.administrator.logging.file is not None:
+        handler = logging.FileHandler(config.administrator.logging.file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+
+
+def run_administrator(path: Path, *, log_level: str | None = None) -> int:
+    """``roadkit serve``: run until SIGINT or SIGTERM."""
+    config = load_server(path)
+    _configure_logging(config, log_level)
+
+    async def main() -> None:
+        admin = Administrator(config)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        starting = asyncio.create_task(admin.start())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done() and starting.exception() is not None:
+            stopping.cancel()
+            await admin.stop()
+            raise starting.exception()  # type: ignore[misc]
+        await stopping
+        log.info("stopping")
+        starting.cancel()
+        await admin.stop()
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,103 @@
+"""What an API is (plugins contribute them), and the shared JSON/error rendering of every API."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+
+from roadkit.errors import BadRequest, RoadkitError
+
+if TYPE_CHECKING:
+    from roadkit.service import Service
+
+log = logging.getLogger("roadkit.api")
+
+
+@attrs.frozen
+class Api:
+    """An API served under ``/{name}/{version}/`` by every service whose configuration lists it.
+
+    ``routes(service)`` builds its Starlette routes; ``openapi(service, base_url)`` its OpenAPI
+    document (None when it has none).
+    """
+
+    name: str
+    version: str
+    routes: Callable[[Service], list[BaseRoute]]
+    openapi: Callable[[Service, str], dict[str, Any]] | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f"/{self.name}/{self.version}"
+
+
+class JSONResponse(Response):
+    """A compact JSON response."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def error_response(exc: Exception) -> JSONResponse:
+    """The response for any exception: identified errors with their status, others as a bare 500."""
+    if isinstance(exc, RoadkitError):
+        if exc.status >= 500:
+            log.warning("%s: %s", exc.code, exc.message)
+        else:
+            log.debug("%s: %s", exc.code, exc.message)
+        return JSONResponse(exc.body(), status_code=exc.status)
+    log.error("unexpected error while handling a request", exc_info=exc)
+    return JSONResponse({"error": {"errorType": "internal", "message": "Internal Server Error"}}, status_code=500)
+
+
+async def read_json_body(request: Request, limit: int) -> Any:
+    """The JSON body of a POST: content type ``application/json`` (any charset), at most ``limit`` bytes."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise BadRequest(f"Wrong Content-Type: expected 'application/json', got '{content_type}'", code="bad_content_type")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadRequest(f"Request body too large: at most {limit} bytes", code="body_too_large", status=413)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BadRequest(f"Request body too large: at most {limit} bytes", code="body_too_large", status=413)
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"Invalid request body: expected JSON ({exc})", code="invalid_body") from None
+
+
+def base_url(request: Request) -> str:
+    """The public base URL of a request, honouring X-Forwarded-Proto and X-Forwarded-Host."""
+    proto = request.headers.get("x-forwarded-proto", request.url.scheme).split(",")[0].strip() or "http"
+    host = request.headers.get("x-forwarded-host") or request.headers.get("host") or request.url.netloc
+    return f"{proto}://{host.split(',')[0].strip()}"
+
+
+async def http_exception_handler(request: Request, exc: Exception) -> Response:
+    """Starlette's routing errors (404, 405...) in the API error shape."""
+    from starlette.exceptions import HTTPException
+
+    from roadkit.errors import NotFound
+
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 404:
+        return error_response(NotFound(f"Not found: {request.url.path}"))
+    detail = exc.detail if isinstance(exc, HTTPException) else "HTTP error"
+    return error_response(RoadkitError(detail or "HTTP error", code="http_error", status=status))
+
+
+async def server_error_handler(request: Request, exc: Exception) -> Response:
+    """Any unexpected exception: a bare 500, details in the log only."""
+    return error_response(exc)

@@ -1,0 +1,105 @@
+"""The admin API 1.0.0, served by the administrator on its own listener."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Mount, Route
+
+from roadkit import __version__
+from roadkit.api import JSONResponse, base_url, error_response, http_exception_handler, server_error_handler
+from roadkit.app import SecurityHeaders
+from roadkit.config.files import read_document
+from roadkit.docs import docs_routes
+from roadkit.errors import NotFound, ParameterInvalid
+
+if TYPE_CHECKING:
+    from roadkit.administrator import Administrator
+
+PREFIX = "/admin/1.0.0"
+
+
+def create_admin_app(admin: Administrator) -> Starlette:
+    """The administrator's app: the admin API under ``/admin/1.0.0``."""
+
+    def guarded(handler: Any) -> Any:
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:  # noqa: BLE001 - rendered as an API error
+                return error_response(exc)
+
+        return run
+
+    def service_id(request: Request) -> str:
+        sid = request.path_params["service"].strip()
+        if not sid:
+            raise ParameterInvalid("service", "expected a service id, got an empty value")
+        return sid
+
+    async def index(request: Request) -> Response:
+        base = base_url(request) + PREFIX
+        return JSONResponse({
+            "api": {"name": "admin", "version": "1.0.0"},
+            "links": [
+                {"rel": "service-desc", "href": f"{base}/openapi.json"},
+                {"rel": "service-doc", "href": f"{base}/openapi"},
+            ],
+        })
+
+    async def version(request: Request) -> Response:
+        return JSONResponse({"version": __version__})
+
+    async def health(request: Request) -> Response:
+        body = await admin.health()
+        return JSONResponse(body, status_code=200 if body["state"] == "green" else 503)
+
+    async def configuration(request: Request) -> Response:
+        return JSONResponse(read_document(admin.config.path))
+
+    async def services(request: Request) -> Response:
+        return JSONResponse([handle.describe() for handle in admin.handles.values()])
+
+    async def service(request: Request) -> Response:
+        return JSONResponse(admin.handle(service_id(request)).describe())
+
+    async def projection(request: Request) -> Response:
+        handle = admin.handle(service_id(request))
+        pid = request.path_params["projection"].strip()
+        if not pid:
+            raise ParameterInvalid("projection", "expected a projection id, got an empty value")
+        return JSONResponse(await handle.projection(pid))
+
+    async def not_found(request: Request) -> Response:
+        return error_response(NotFound(f"Not found: {request.url.path}"))
+
+    def openapi(request: Request) -> dict[str, Any]:
+        from roadkit.apis.admin.openapi import admin_openapi
+
+        return admin_openapi(base_url(request) + PREFIX)
+
+    routes = [
+        Route("/", guarded(index), methods=["GET"]),
+        Route("/version", guarded(version), methods=["GET"]),
+        Route("/health", guarded(health), methods=["GET"]),
+        Route("/configuration", guarded(configuration), methods=["GET"]),
+        Route("/services", guarded(services), methods=["GET"]),
+        Route("/services/{service}", guarded(service), methods=["GET"]),
+        Route("/services/{service}/projections/{projection:path}", guarded(projection), methods=["GET"]),
+        *docs_routes("roadkit admin API 1.0.0", openapi, PREFIX),
+        Route("/{path:path}", not_found),
+    ]
+
+    async def root(request: Request) -> Response:
+        return PlainTextResponse("roadkit administrator")
+
+    app = Starlette(
+        routes=[Route("/", root), Mount(PREFIX, routes=routes)],
+        exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
+    )
+    app.add_middleware(SecurityHeaders)
+    return app

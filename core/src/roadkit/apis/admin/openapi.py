@@ -1,0 +1,96 @@
+"""The OpenAPI 3.1 document of the admin API 1.0.0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roadkit import __version__
+
+_ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _get(op_id: str, summary: str, responses: dict[str, Any], parameters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": op_id, "summary": summary, "responses": responses}
+    if parameters:
+        operation["parameters"] = parameters
+    return {"get": operation}
+
+
+_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
+_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A projection id, e.g. EPSG:2154."}
+
+
+def admin_openapi(base: str) -> dict[str, Any]:
+    """The admin API's OpenAPI document."""
+    service_ref = {"$ref": "#/components/schemas/Service"}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "roadkit admin API", "version": "1.0.0", "x-roadkit-version": __version__},
+        "servers": [{"url": base}],
+        "paths": {
+            "/version": _get("version", "The roadkit version.", {"200": _ok("Version", {"$ref": "#/components/schemas/Version"})}),
+            "/health": _get(
+                "health",
+                "Health of the administrator, of every service and every source. 503 unless the global state is green.",
+                {"200": _ok("Everything is green", {"$ref": "#/components/schemas/Health"}), "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"})},
+            ),
+            "/configuration": _get("configuration", "The server file as loaded.", {"200": _ok("Configuration", {"type": "object"})}),
+            "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
+            "/services/{service}": _get(
+                "service", "One managed service with its configuration.",
+                {"200": _ok("Service", service_ref), "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
+            ),
+            "/services/{service}/projections/{projection}": _get(
+                "projection", "A projection of a service and its parameters.",
+                {
+                    "200": _ok("Projection", {"$ref": "#/components/schemas/Projection"}),
+                    "404": {"description": "Unknown service or projection", **_ERROR},
+                    "503": {"description": "The service is not running", **_ERROR},
+                },
+                [_SERVICE, _PROJECTION],
+            ),
+        },
+        "components": {
+            "schemas": {
+                "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}}},
+                "Version": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
+                "State": {"type": "string", "enum": ["green", "orange", "red", "init", "unknown"]},
+                "Health": {
+                    "type": "object",
+                    "required": ["state", "services"],
+                    "properties": {
+                        "state": {"$ref": "#/components/schemas/State"},
+                        "administrator": {"type": "object", "properties": {"state": {"$ref": "#/components/schemas/State"}}},
+                        "services": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "id": {"type": "string"},
+                                    "state": {"$ref": "#/components/schemas/State"},
+                                    "lifecycle": {"type": "string"},
+                                    "reason": {"type": "string"},
+                                    "sources": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "type": {"type": "string"}, "state": {"$ref": "#/components/schemas/State"}, "reason": {"type": "string"}}}},
+                                },
+                            },
+                        },
+                    },
+                },
+                "Service": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "mode": {"type": "string", "enum": ["same-process", "child-process"]},
+                        "configurationFile": {"type": "string"},
+                        "lifecycle": {"type": "string"},
+                        "configuration": {"type": "object"},
+                    },
+                },
+                "Projection": {"type": "object", "required": ["id", "parameters"], "properties": {"id": {"type": "string"}, "parameters": {"type": "string"}}},
+            }
+        },
+    }

@@ -1,0 +1,95 @@
+"""The simple API 1.0.0: getcapabilities, route, isochrone and nearest, in GET and POST."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from roadkit.api import Api, JSONResponse, base_url, error_response
+from roadkit.apis.simple import operations
+from roadkit.apis.simple.capabilities import build_capabilities, with_base_url
+from roadkit.apis.simple.inputs import read_parameters
+from roadkit.docs import docs_routes
+from roadkit.errors import NotFound, OperationNotPermitted, RoadkitError
+
+if TYPE_CHECKING:
+    from roadkit.service import Service
+
+PREFIX = "/simple/1.0.0"
+Handler = Callable[["Service", dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def operation_names(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Path names of the operations (``ROUTE_ROUTE``, ``ISOCHRONE_ROUTE``, ``NEAREST_ROUTE``)."""
+    env = os.environ if environ is None else environ
+    return {
+        op: (env.get(f"{op.upper()}_ROUTE") or op).strip("/")
+        for op in ("route", "isochrone", "nearest")
+    }
+
+
+def build_routes(service: Service) -> list[BaseRoute]:
+    """The simple API's routes for one service."""
+    names = operation_names()
+    capabilities: dict[str, Any] | None = None
+    limit = service.config.limits.max_body_bytes
+
+    async def index(request: Request) -> Response:
+        base = base_url(request) + PREFIX
+        return JSONResponse(
+            {
+                "api": {"name": "simple", "version": "1.0.0"},
+                "links": [
+                    {"rel": "service-desc", "type": "application/vnd.oai.openapi+json;version=3.1", "href": f"{base}/openapi.json"},
+                    {"rel": "service-doc", "type": "text/html", "href": f"{base}/openapi"},
+                    {"rel": "capabilities", "type": "application/json", "href": f"{base}/getcapabilities"},
+                ],
+            }
+        )
+
+    async def getcapabilities(request: Request) -> Response:
+        nonlocal capabilities
+        if capabilities is None:  # after start-up, once: resources are known
+            capabilities = build_capabilities(service, names)
+        return JSONResponse(with_base_url(capabilities, base_url(request) + PREFIX))
+
+    def endpoint(op: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                if service.state != "ready":
+                    raise RoadkitError("The service is starting", code="starting", status=503)
+                if not any(op in r.operations for r in service.resources.values()):
+                    raise OperationNotPermitted(f"Operation '{op}' is not permitted on this service")
+                params = await read_parameters(request, limit)
+                return JSONResponse(await handler(service, params))
+            except Exception as exc:  # noqa: BLE001 - every error becomes an API error body
+                return error_response(exc)
+
+        return run
+
+    async def not_found(request: Request) -> Response:
+        return error_response(NotFound(f"Not found: {request.url.path}"))
+
+    handlers: dict[str, Handler] = {"route": operations.route, "isochrone": operations.isochrone, "nearest": operations.nearest}
+    routes: list[BaseRoute] = [
+        Route("/", index, methods=["GET"]),
+        Route("/getcapabilities", getcapabilities, methods=["GET", "POST"]),
+        *[Route(f"/{names[op]}", endpoint(op, handler), methods=["GET", "POST"]) for op, handler in handlers.items()],
+        *docs_routes("roadkit simple API 1.0.0", lambda request: simple_openapi(service, base_url(request) + PREFIX), PREFIX),
+        Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+    ]
+    return routes
+
+
+def simple_openapi(service: Service, base: str) -> dict[str, Any]:
+    from roadkit.apis.simple.openapi import openapi_document
+
+    return openapi_document(service, base, operation_names())
+
+
+SIMPLE_API = Api("simple", "1.0.0", routes=build_routes, openapi=simple_openapi)

@@ -1,0 +1,75 @@
+"""GetCapabilities of the simple API: built once per service, URLs completed per request."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from roadkit.operations import DESCRIPTIONS, OPERATIONS, ParameterSpec
+from roadkit.resources import capabilities_of
+
+if TYPE_CHECKING:
+    from roadkit.service import Service
+
+
+def _parameter(spec: ParameterSpec) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": {"point": "string", "enumeration": "string", "constraint": "object"}.get(spec.type, spec.type)}
+    if spec.type == "float":
+        schema["type"] = "number"
+    if spec.multi:
+        schema = {"type": "array", "items": schema}
+    entry: dict[str, Any] = {
+        "name": spec.name,
+        "in": "query",
+        "description": spec.description,
+        "required": spec.required,
+        "default": spec.defaulted,
+        "schema": schema,
+        "example": spec.example,
+    }
+    if spec.multi:
+        entry.update(min=spec.min, max=spec.max, explode=False, style="pipeDelimited")
+    return entry
+
+
+def build_capabilities(service: Service, names: dict[str, str]) -> dict[str, Any]:
+    """The capabilities document; operation URLs are relative until :func:`with_base_url`."""
+    app = service.config.application
+    provider = app.provider
+    offered = {op for resource in service.resources.values() for op in resource.operations}
+    capabilities: dict[str, Any] = {
+        "info": {
+            "name": app.name,
+            "title": app.title,
+            "description": app.description,
+            "language": app.language,
+            "keywords": list(app.keywords),
+            "contact": {"email": app.contact} if app.contact else {},
+        },
+        "provider": {"name": provider.name, "site": provider.site, "mail": provider.mail}
+        if provider
+        else {"name": "", "site": "", "mail": ""},
+        "api": {"name": "simple", "version": "1.0.0"},
+        "operations": [
+            {
+                "id": op,
+                "description": DESCRIPTIONS[op],
+                "url": f"/{names[op]}?",
+                "methods": ["GET", "POST"],
+                "parameters": [_parameter(spec) for spec in specs],
+            }
+            for op, specs in OPERATIONS.items()
+            if op in offered
+        ],
+        "resources": [capabilities_of(resource) for resource in service.resources.values()],
+    }
+    service.plugins.extend_capabilities(service, capabilities)
+    return capabilities
+
+
+def with_base_url(capabilities: dict[str, Any], base: str) -> dict[str, Any]:
+    """The document with absolute operation URLs for the request's host."""
+    document = copy.copy(capabilities)
+    document["info"] = {**capabilities["info"], "url": f"{base}/"}
+    document["operations"] = [{**op, "url": base + op["url"]} for op in capabilities["operations"]]
+    return document

@@ -1,0 +1,118 @@
+"""Raw parameters of a simple-API request (query string or JSON body) and their validation."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+
+from roadkit.api import read_json_body
+from roadkit.errors import BadRequest, ParameterInvalid, ParameterMissing
+from roadkit.model import Coord
+from roadkit.parameters import Parameter, PointParameter, parse_values
+from roadkit.projections import ProjectionRegistry
+from roadkit.resources import ResourceOperation
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$")
+
+
+async def read_parameters(request: Request, body_limit: int) -> dict[str, Any]:
+    """GET: the query string (a repeated key is an error, an empty value is absent). POST: the JSON object."""
+    if request.method == "POST":
+        body = await read_json_body(request, body_limit)
+        if not isinstance(body, dict):
+            raise BadRequest("Invalid request body: expected a JSON object of parameters", code="invalid_body")
+        return {k: v for k, v in body.items() if v is not None and v != ""}
+    params: dict[str, Any] = {}
+    for key, value in request.query_params.multi_items():
+        if value == "":
+            continue
+        if key in params:
+            raise ParameterInvalid(key, "given more than once; expected a single value")
+        params[key] = value
+    return params
+
+
+class Inputs:
+    """The user's parameters of one operation, validated one by one against the resource's values."""
+
+    def __init__(self, params: dict[str, Any], operation: ResourceOperation, projections: ProjectionRegistry) -> None:
+        self.params = params
+        self.operation = operation
+        self.projections = projections
+
+    def raw(self, name: str) -> Any:
+        return self.params.get(name)
+
+    def value(self, name: str) -> Any:
+        """The parsed value, the resource's default when absent, or a 400 when required."""
+        param = self.operation[name]
+        raw = self.params.get(name)
+        if raw is None:
+            default = param.default()
+            if default is None and param.spec.required:
+                raise ParameterMissing(name)
+            return default
+        if param.spec.multi:
+            return parse_values(param, raw)
+        if isinstance(raw, list | dict) and param.spec.type != "point":
+            raise ParameterInvalid(name, "expected a single value, got a JSON " + ("array" if isinstance(raw, list) else "object"))
+        return param.parse(raw)
+
+    def values(self, name: str) -> list[Any]:
+        """The parsed values of a multi-valued parameter (empty when absent)."""
+        param = self.operation[name]
+        raw = self.params.get(name)
+        if raw is None:
+            if param.spec.required:
+                raise ParameterMissing(name)
+            return []
+        return parse_values(param, raw)
+
+    def point(self, name: str, crs: str, raw: Any = None) -> Coord:
+        """A point parsed in ``crs`` and checked against the parameter's bbox (in its projection)."""
+        param: Parameter = self.operation[name]
+        assert isinstance(param, PointParameter)
+        if raw is None:
+            raw = self.params.get(name)
+            if raw is None:
+                raise ParameterMissing(name)
+        point = param.parse(raw)
+        self.check_point(param, point, crs)
+        return point
+
+    def points(self, name: str, crs: str) -> list[Coord]:
+        """The points of a multi-valued point parameter, each checked against its bbox."""
+        param = self.operation[name]
+        raw = self.params.get(name)
+        if raw is None:
+            return []
+        assert isinstance(param, PointParameter)
+        points = parse_values(param, raw)
+        for point in points:
+            self.check_point(param, point, crs)
+        return points
+
+    def check_point(self, param: PointParameter, point: Coord, crs: str) -> None:
+        try:
+            in_bbox_crs = self.projections.transform_point(point, crs, param.projection)
+        except Exception:
+            raise ParameterInvalid(param.name, f"the point can't be transformed from {crs} to {param.projection}") from None
+        param.check_bbox(in_bbox_crs)
+
+    def date_time(self) -> datetime | None:
+        """``date_time`` as ``YYYY-MM-DDTHH:mm`` (a real date), also matched against the resource's pattern."""
+        raw = self.params.get("date_time")
+        if raw is None:
+            return None
+        if not isinstance(raw, str) or not _DATE_TIME.match(raw):
+            raise ParameterInvalid("date_time", f"expected format YYYY-MM-DDTHH:mm, got '{raw}'")
+        try:
+            value = datetime.strptime(raw, "%Y-%m-%dT%H:%M")
+        except ValueError:
+            raise ParameterInvalid("date_time", f"'{raw}' is not a valid date and time") from None
+        if "date_time" in self.operation.parameters:
+            self.operation["date_time"].parse(raw)
+        return value

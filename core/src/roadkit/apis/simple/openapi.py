@@ -1,0 +1,188 @@
+"""The OpenAPI 3.1 document of the simple API, generated from the operation specs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from roadkit import __version__
+from roadkit.operations import DESCRIPTIONS, OPERATIONS, ParameterSpec
+
+if TYPE_CHECKING:
+    from roadkit.service import Service
+
+_NUMBER_OR_TEXT = {"oneOf": [{"type": "number"}, {"type": "string", "description": "HH:MM:SS when timeUnit is standard"}]}
+_GEOMETRY = {
+    "description": "A GeoJSON geometry, an encoded polyline (precision 5; one string per polygon ring), or WKT, per geometryFormat.",
+    "oneOf": [{"type": "object"}, {"type": "string"}, {"type": "array", "items": {}}],
+}
+_STEP = {
+    "type": "object",
+    "properties": {
+        "geometry": _GEOMETRY,
+        "attributes": {"type": "object", "description": "The way name and the waysAttributes asked for."},
+        "distance": {"type": "number"},
+        "duration": _NUMBER_OR_TEXT,
+        "instruction": {
+            "type": "object",
+            "description": "The maneuver: type (depart, turn, new name, roundabout, arrive...), modifier, exit.",
+            "properties": {"type": {"type": "string"}, "modifier": {"type": "string"}, "exit": {"type": "integer"}},
+        },
+    },
+}
+_BBOX = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
+_CONSTRAINT_ECHO = {"type": "array", "items": {"type": "object", "properties": {k: {} for k in ("type", "key", "operator", "value")}}}
+
+SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}},
+    },
+    "RouteResponse": {
+        "type": "object",
+        "properties": {
+            **{k: {"type": "string"} for k in ("resource", "resourceVersion", "start", "end", "profile", "optimization", "crs", "distanceUnit", "timeUnit")},
+            "geometry": _GEOMETRY,
+            "bbox": _BBOX,
+            "distance": {"type": "number"},
+            "duration": _NUMBER_OR_TEXT,
+            "constraints": _CONSTRAINT_ECHO,
+            "portions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "start": {"type": "string"},
+                        "end": {"type": "string"},
+                        "distance": {"type": "number"},
+                        "duration": _NUMBER_OR_TEXT,
+                        "bbox": _BBOX,
+                        "steps": {"type": "array", "items": _STEP},
+                    },
+                },
+            },
+        },
+    },
+    "IsochroneResponse": {
+        "type": "object",
+        "description": (
+            "The area reachable within costValue. When the value is too small to form an area, geometry is the "
+            "start point (a GeoJSON Point, a one-point polyline or POINT WKT) and reachable is false. With several "
+            "cost values, contours lists one nested polygon per value, smallest first as given."
+        ),
+        "properties": {
+            **{k: {"type": "string"} for k in ("point", "resource", "resourceVersion", "costType", "timeUnit", "distanceUnit", "profile", "direction", "crs")},
+            "costValue": {"oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]},
+            "geometry": _GEOMETRY,
+            "reachable": {"type": "boolean"},
+            "contours": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"costValue": {"type": "number"}, "geometry": _GEOMETRY, "reachable": {"type": "boolean"}}},
+            },
+            "constraints": _CONSTRAINT_ECHO,
+        },
+    },
+    "NearestResponse": {
+        "type": "object",
+        "properties": {
+            **{k: {"type": "string"} for k in ("resource", "resourceVersion", "coordinates", "crs")},
+            "points": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "geometry": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+                        "distance": {"type": "number", "description": "meters from the requested point"},
+                    },
+                },
+            },
+        },
+    },
+    "Capabilities": {"type": "object", "required": ["info", "provider", "api", "operations", "resources"]},
+}
+
+
+def _schema(spec: ParameterSpec) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "point": {"type": "string", "pattern": r"^-?\d+(\.\d*)?,-?\d+(\.\d*)?$"},
+        "enumeration": {"type": "string"},
+        "boolean": {"type": "boolean"},
+        "float": {"type": "number"},
+        "integer": {"type": "integer"},
+        "string": {"type": "string"},
+        "constraint": {"type": "object"},
+    }[spec.type]
+    if spec.name == "date_time":
+        base = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$"}
+    return base
+
+
+def _query_parameter(spec: ParameterSpec) -> dict[str, Any]:
+    schema = _schema(spec)
+    if spec.type in ("boolean", "float", "integer"):
+        schema = {"type": "string", "description": f"a {spec.type} written as text"}
+    if spec.multi:
+        schema = {"type": "string", "description": f"{spec.min} to {spec.max} values separated by '|'"}
+    return {"name": spec.name, "in": "query", "required": spec.required, "description": spec.description, "schema": schema, "example": spec.example}
+
+
+def _body_schema(specs: tuple[ParameterSpec, ...]) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for spec in specs:
+        schema = _schema(spec)
+        if spec.type in ("boolean", "float", "integer"):
+            schema = {"oneOf": [schema, {"type": "string"}]}
+        if spec.multi:
+            schema = {"oneOf": [{"type": "array", "items": schema, "minItems": max(spec.min, 1), "maxItems": spec.max}, {"type": "string"}]}
+        properties[spec.name] = {**schema, "description": spec.description}
+    return {"type": "object", "required": [s.name for s in specs if s.required and not s.defaulted], "properties": properties}
+
+
+def _responses(schema: str) -> dict[str, Any]:
+    error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return {
+        "200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}},
+        "400": {"description": "A parameter is missing or invalid; the message names it and what was expected.", **error},
+        "404": {"description": "No path or no isochrone found.", **error},
+        "413": {"description": "The POST body is too large.", **error},
+        "503": {"description": "The service is starting or the source is unavailable.", **error},
+        "504": {"description": "The engine did not answer in time.", **error},
+    }
+
+
+def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the simple API, with the operation paths actually served."""
+    paths: dict[str, Any] = {
+        "/getcapabilities": {
+            "get": {
+                "operationId": "getcapabilities",
+                "summary": "What the service offers: operations, parameters, resources and their values.",
+                "responses": {"200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}}}},
+            }
+        }
+    }
+    schemas = {"route": "RouteResponse", "isochrone": "IsochroneResponse", "nearest": "NearestResponse"}
+    for op, specs in OPERATIONS.items():
+        paths[f"/{names[op]}"] = {
+            "get": {
+                "operationId": f"{op}-get",
+                "summary": DESCRIPTIONS[op],
+                "parameters": [_query_parameter(spec) for spec in specs],
+                "responses": _responses(schemas[op]),
+            },
+            "post": {
+                "operationId": f"{op}-post",
+                "summary": DESCRIPTIONS[op] + " Parameters in a JSON body; scalars may be JSON strings or native values.",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _body_schema(specs)}}},
+                "responses": _responses(schemas[op]),
+            },
+        }
+    app = service.config.application
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": f"{app.title} — simple API", "version": "1.0.0", "description": app.description, "x-roadkit-version": __version__},
+        "servers": [{"url": base}],
+        "paths": paths,
+        "components": {"schemas": SCHEMAS},
+    }

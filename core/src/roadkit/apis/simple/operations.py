@@ -1,0 +1,207 @@
+"""The route, isochrone and nearest operations of the simple API: parse, compute, write."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from roadkit.apis.simple.inputs import Inputs
+from roadkit.errors import OperationNotPermitted, ParameterInvalid, ParameterMissing
+from roadkit.geometry import bbox, line, slice_between, write_geometry
+from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.units import format_standard
+
+if TYPE_CHECKING:
+    from roadkit.resources import Resource
+    from roadkit.service import Service
+
+
+def _resource(service: Service, params: dict[str, Any], op: str) -> Resource:
+    rid = params.get("resource")
+    if rid is None:
+        raise ParameterMissing("resource")
+    if not isinstance(rid, str):
+        raise ParameterInvalid("resource", "expected a resource id (a string)")
+    resource = service.resource(rid)
+    resource.operation(op)
+    return resource
+
+
+def _xy(point: Coord) -> str:
+    return f"{point[0]:.7g},{point[1]:.7g}" if abs(point[0]) < 1000 else f"{point[0]:.2f},{point[1]:.2f}"
+
+
+def _time(unit: str, seconds: float, units: dict[str, tuple[str, float]]) -> float | str:
+    if unit == "standard":
+        return format_standard(seconds)
+    return seconds / units[unit][1]
+
+
+def _distance(unit: str, meters: float, units: dict[str, tuple[str, float]]) -> float:
+    return meters / units[unit][1]
+
+
+async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+    """Validate a route request in Road2's order, compute it and write the response."""
+    resource = _resource(service, params, "route")
+    inputs = Inputs(params, resource.operation("route"), service.projections)
+    crs = inputs.value("crs")
+    start = inputs.point("start", crs)
+    end = inputs.point("end", crs)
+    profile = inputs.value("profile")
+    optimization = inputs.value("optimization")
+    source = resource.source_for_route(profile, optimization)
+    intermediates = inputs.points("intermediates", crs)
+    steps = inputs.value("getSteps")
+    ways_attributes = inputs.values("waysAttributes")
+    fmt = inputs.value("geometryFormat")
+    get_bbox = inputs.value("getBbox")
+    time_unit = inputs.value("timeUnit")
+    distance_unit = inputs.value("distanceUnit")
+    date_time = inputs.date_time()
+    constraints = inputs.values("constraints")
+
+    points = service.projections.transform([start, *intermediates, end], crs, source.projection)
+    request = RouteRequest(
+        points=tuple(points),
+        cost=Cost(profile, optimization),
+        steps=bool(steps),
+        ways_attributes=tuple(ways_attributes),
+        constraints=tuple(constraints),
+        date_time=date_time,
+    )
+    result = await source.route(request)
+
+    units = service.units
+    project = service.projections
+    geometry = project.transform(result.geometry, source.projection, crs)
+    portions = []
+    cursor = 0
+    for portion in result.portions:
+        p_start, p_end = project.transform([portion.start, portion.end], source.projection, crs)
+        entry: dict[str, Any] = {
+            "start": _xy(p_start),
+            "end": _xy(p_end),
+            "distance": _distance(distance_unit, portion.distance, units),
+            "duration": _time(time_unit, portion.duration, units),
+        }
+        if get_bbox:
+            if len(result.portions) == 1:
+                entry["bbox"] = bbox(geometry)
+            else:
+                part, cursor = slice_between(geometry, p_start, p_end, cursor)
+                entry["bbox"] = bbox(part)
+        entry["steps"] = [
+            {
+                "geometry": write_geometry(line(project.transform(step.geometry, source.projection, crs)), fmt),
+                "attributes": step.attributes,
+                "distance": _distance(distance_unit, step.distance, units),
+                "duration": _time(time_unit, step.duration, units),
+                "instruction": step.instruction,
+            }
+            for step in portion.steps
+        ]
+        portions.append(entry)
+    start_out, end_out = project.transform([result.start, result.end], source.projection, crs)
+    body: dict[str, Any] = {
+        "resource": resource.id,
+        "resourceVersion": resource.config.version,
+        "start": _xy(start_out),
+        "end": _xy(end_out),
+        "profile": profile,
+        "optimization": optimization,
+        "geometry": write_geometry(line(geometry), fmt),
+        "crs": crs,
+        "distanceUnit": distance_unit,
+        "timeUnit": time_unit,
+    }
+    if get_bbox:
+        body["bbox"] = bbox(geometry)
+    body["distance"] = _distance(distance_unit, result.distance, units)
+    body["duration"] = _time(time_unit, result.duration, units)
+    body["constraints"] = [c.echo() for c in constraints]
+    body["portions"] = portions
+    return body
+
+
+async def nearest(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+    """The graph points nearest to ``coordinates``; distances in meters."""
+    resource = _resource(service, params, "nearest")
+    inputs = Inputs(params, resource.operation("nearest"), service.projections)
+    crs = inputs.value("crs")
+    point = inputs.point("coordinates", crs)
+    number = inputs.value("nbPoints") or 1
+    source = resource.source_for_nearest()
+    (engine_point,) = service.projections.transform([point], crs, source.projection)
+    result = await source.nearest(NearestRequest(engine_point, int(number)))
+    located = service.projections.transform([p.point for p in result.points], source.projection, crs)
+    return {
+        "resource": resource.id,
+        "resourceVersion": resource.config.version,
+        "coordinates": params["coordinates"] if isinstance(params["coordinates"], str) else _xy(point),
+        "crs": crs,
+        "points": [
+            {"id": str(i), "geometry": [xy[0], xy[1]], "distance": p.distance, **({"attributes": p.attributes} if p.attributes else {})}
+            for i, (p, xy) in enumerate(zip(result.points, located, strict=True))
+        ],
+    }
+
+
+async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+    """Validate an isochrone request in Road2's order, compute it and write the response."""
+    resource = _resource(service, params, "isochrone")
+    inputs = Inputs(params, resource.operation("isochrone"), service.projections)
+    crs = inputs.value("crs")
+    point = inputs.point("point", crs)
+    cost_type = inputs.value("costType")
+    unit_name = "timeUnit" if cost_type == "time" else "distanceUnit"
+    unit = inputs.value(unit_name)
+    values = inputs.values("costValue")
+    profile = inputs.value("profile")
+    direction = inputs.value("direction")
+    fmt = inputs.value("geometryFormat")
+    date_time = inputs.date_time()
+    source = resource.source_for_isochrone(profile, cost_type)
+    constraints = inputs.values("constraints")
+    factor = 1.0 if unit == "standard" else service.units[unit][1]
+    engine_values = tuple(round(v, 1) * factor for v in values)
+    if len(set(engine_values)) != len(engine_values):
+        raise ParameterInvalid("costValue", "expected distinct values")
+    (engine_point,) = service.projections.transform([point], crs, source.projection)
+    result = await source.isochrone(
+        IsochroneRequest(engine_point, Cost(profile, cost_type=cost_type), engine_values, direction, tuple(constraints), date_time)
+    )
+    geometries = [_reproject(service, g, source.projection, crs) for g in result.geometries]
+    body: dict[str, Any] = {
+        "point": params["point"] if isinstance(params["point"], str) else _xy(point),
+        "resource": resource.id,
+        "resourceVersion": resource.config.version,
+        "costType": cost_type,
+        "costValue": values[0] if len(values) == 1 else values,
+        unit_name: unit,
+        "profile": profile,
+        "direction": direction,
+        "crs": crs,
+        "geometry": write_geometry(geometries[0], fmt),
+        "constraints": [c.echo() for c in constraints],
+    }
+    if len(values) > 1:
+        body["contours"] = [
+            {"costValue": v, "geometry": write_geometry(g, fmt), "reachable": g["type"] != "Point"}
+            for v, g in zip(values, geometries, strict=True)
+        ]
+    body["reachable"] = geometries[0]["type"] != "Point"
+    return body
+
+
+def _reproject(service: Service, geometry: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+    kind = geometry["type"]
+    coords = geometry["coordinates"]
+    tr = service.projections.transform
+    if kind == "Point":
+        (xy,) = tr([coords], source, target)
+        return {"type": kind, "coordinates": list(xy)}
+    if kind == "Polygon":
+        return {"type": kind, "coordinates": [[list(c) for c in tr(ring, source, target)] for ring in coords]}
+    if kind == "MultiPolygon":
+        return {"type": kind, "coordinates": [[[list(c) for c in tr(ring, source, target)] for ring in poly] for poly in coords]}
+    raise OperationNotPermitted(f"unexpected isochrone geometry {kind}")

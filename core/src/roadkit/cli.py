@@ -1,0 +1,145 @@
+"""The ``roadkit`` command: ``serve``, ``check``, ``prepare`` and the commands plugins contribute."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+
+from roadkit import __version__
+from roadkit.errors import ConfigurationError, RoadkitError
+
+
+@attrs.frozen
+class Command:
+    """A sub-command: ``configure`` adds its arguments, ``run`` returns the exit status."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _service_files(path: Path) -> list[tuple[str, Path, Path | None]]:
+    """(service id, service file, CORS file) for a server file, or for a single service file."""
+    from roadkit.config import load_server
+    from roadkit.config.files import read_document
+
+    data = read_document(path)
+    if "administrator" in data or "services" in data:
+        server = load_server(path)
+        return [(s.id, s.configuration, server.administrator.cors) for s in server.services]
+    return [("main", path.resolve(), None)]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from roadkit.administrator import run_administrator
+
+    return run_administrator(args.config, log_level=args.log_level)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from roadkit.config import load_service
+    from roadkit.plugins import Plugins
+    from roadkit.service import Service
+
+    plugins = Plugins.create()
+    problems: list[str] = []
+    for sid, path, cors in _service_files(args.config):
+        try:
+            service = Service(load_service(path, cors=cors), plugins, id=sid)
+            service.load()
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+            continue
+        for source in service.sources.values():
+            for data in type(source).data_paths(source.config, source.options):
+                if not data.exists():
+                    problems.append(f"{source.config.path}: storage: data file {data} is missing (run 'roadkit prepare')")
+        print(f"service {sid}: {len(service.sources)} source(s), {len(service._resource_configs)} resource file(s)")
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from roadkit.config import load_service
+    from roadkit.plugins import Plugins
+    from roadkit.service import Service
+    from roadkit.source import Progress
+
+    plugins = Plugins.create()
+    progress = Progress()
+    built = 0
+    for sid, path, cors in _service_files(args.config):
+        service = Service(load_service(path, cors=cors), plugins, id=sid)
+        service.load()
+        for source in service.sources.values():
+            if args.source and source.id not in args.source:
+                continue
+            if type(source).prepare(source.config, source.options, force=args.force, progress=progress):
+                built += 1
+    print(f"roadkit prepare: {built} dataset(s) built, the others were up to date")
+    return 0
+
+
+def core_commands() -> list[Command]:
+    """The commands core contributes through its default plugin."""
+
+    def serve_args(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("config", type=Path, help="the server file")
+        parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="override the file's level")
+
+    def config_arg(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("config", type=Path, help="a server file or a service file")
+
+    def prepare_args(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--config", type=Path, required=True, help="a server file or a service file")
+        parser.add_argument("--source", action="append", help="only this source id (repeatable)")
+        parser.add_argument("--force", action="store_true", help="rebuild even when the data exists")
+
+    return [
+        Command("serve", "Start the administrator and its services.", serve_args, _serve),
+        Command("check", "Check a configuration without starting anything.", config_arg, _check),
+        Command("prepare", "Build the data of every source that lacks it.", prepare_args, _prepare),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``roadkit`` command."""
+    from roadkit.plugins import Plugins
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        plugins = Plugins.create()
+        commands = plugins.commands()
+    except RoadkitError as exc:
+        print(f"roadkit: {exc.message}", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog="roadkit", description="roadkit routing service framework")
+    parser.add_argument("--version", action="version", version=f"roadkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in commands:
+        command.configure(sub.add_parser(command.name, help=command.help, description=command.help))
+        sub.choices[command.name].set_defaults(run=command.run)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except ConfigurationError as exc:
+        print("roadkit: configuration problems:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+    except RoadkitError as exc:
+        print(f"roadkit: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

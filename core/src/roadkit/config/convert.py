@@ -1,0 +1,81 @@
+"""A strict cattrs converter whose errors read ``file: key.path: expected ..., got ...``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs import transform_error
+from cattrs.errors import ForbiddenExtraKeysError
+
+from roadkit.errors import ConfigurationError
+
+T = TypeVar("T")
+
+_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true or false)"}
+
+
+def _strict(kind: type) -> Any:
+    def hook(value: Any, _: type) -> Any:
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise TypeError(f"expected {_NAMES[kind]}")
+        return value
+
+    return hook
+
+
+def make_converter() -> cattrs.Converter:
+    """A converter that never coerces (``3`` is not a string) and refuses unknown keys."""
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    for kind in (str, int, float, bool):
+        converter.register_structure_hook(kind, _strict(kind))
+    converter.register_structure_hook(Path, lambda v, _: Path(_strict(str)(v, str)))
+    return converter
+
+
+CONVERTER = make_converter()
+
+
+def _lookup(data: Any, path: str) -> tuple[bool, Any]:
+    value = data
+    for part in path.replace("]", "").replace("[", ".").split(".")[1:]:
+        if part == "":
+            continue
+        try:
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return False, None
+    return True, value
+
+
+def _describe(exc: BaseException, _type: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "required key is missing"
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unknown key(s) {', '.join(sorted(exc.extra_fields))}"
+    if isinstance(exc, TypeError | ValueError) and str(exc).startswith("expected"):
+        return str(exc)
+    if _type is not None and getattr(_type, "__name__", None):
+        return f"expected {getattr(_type, '__name__')} ({exc})"
+    return str(exc)
+
+
+def structure(data: Any, cls: type[T], where: Path | str, prefix: str = "") -> T:
+    """``data`` structured into ``cls``; every problem at once in one ConfigurationError."""
+    try:
+        return CONVERTER.structure(data, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+        if not isinstance(exc, cattrs.BaseValidationError):
+            raise ConfigurationError([f"{where}: {prefix or '(top level)'}: {exc}"]) from None
+        problems = []
+        for line in transform_error(exc, path="$", format_exception=_describe):
+            message, _, path = line.rpartition(" @ ")
+            found, value = _lookup(data, path)
+            key = path[2:] if path.startswith("$.") else ""
+            key = f"{prefix}.{key}" if prefix and key else (prefix or key or "(top level)")
+            got = f", got {value!r}" if found and "expected" in message else ""
+            problems.append(f"{where}: {key}: {message}{got}")
+        raise ConfigurationError(problems) from None

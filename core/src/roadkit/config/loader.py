@@ -1,0 +1,373 @@
+"""Loading the server file, service files, ``*.source`` and ``*.resource`` files.
+
+Every loader collects all problems before raising one ConfigurationError, so a user fixes a
+configuration in one pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from roadkit.config.convert import structure
+from roadkit.config.files import read_document, resolve
+from roadkit.config.models import (
+    AdministratorConfig,
+    ApiRef,
+    ApplicationInfo,
+    Folders,
+    Limits,
+    Listener,
+    ManagedService,
+    ResourceConfig,
+    ServerConfig,
+    ServiceConfig,
+    SourceConfig,
+)
+from roadkit.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
+
+_BBOX = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$")
+_ROAD2_PARAMETER_IDS = {"bbox": "getBbox", "projection": "crs", "number": "nbPoints"}
+
+
+def _resolve_listener(base: Path, listener: Listener) -> Listener:
+    return attrs.evolve(
+        listener,
+        certfile=resolve(base, listener.certfile) if listener.certfile else None,
+        keyfile=resolve(base, listener.keyfile) if listener.keyfile else None,
+    )
+
+
+def _check_listener(path: Path, key: str, listener: Listener, problems: list[str]) -> None:
+    if not 0 < listener.port < 65536:
+        problems.append(f"{path}: {key}.port: expected a port between 1 and 65535, got {listener.port}")
+    if (listener.certfile is None) != (listener.keyfile is None):
+        problems.append(f"{path}: {key}: expected both certfile and keyfile for HTTPS, or neither")
+    for name in ("certfile", "keyfile"):
+        value = getattr(listener, name)
+        if value is not None and not value.is_file():
+            problems.append(f"{path}: {key}.{name}: expected a readable file, got {str(value)!r}")
+
+
+def load_server(path: Path | str) -> ServerConfig:
+    """The server file (administrator listener, logging, CORS file, managed services)."""
+    path = Path(path).resolve()
+    data = read_document(path)
+    problems: list[str] = []
+    data = dict(data)
+    admin_data = data.pop("administrator", {})
+    services_data = data.pop("services", [])
+    for extra in data:
+        problems.append(f"{path}: {extra}: unknown key (expected administrator, services)")
+    admin = AdministratorConfig()
+    try:
+        admin = structure(admin_data, AdministratorConfig, path, "administrator")
+    except ConfigurationError as exc:
+        problems.extend(exc.problems)
+    services: list[ManagedService] = []
+    if not isinstance(services_data, list):
+        problems.append(f"{path}: services: expected a list of [[services]] tables")
+        services_data = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(services_data):
+        try:
+            service = structure(entry, ManagedService, path, f"services[{i}]")
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+            continue
+        if service.id in seen:
+            problems.append(f"{path}: services[{i}].id: service id {service.id!r} is already used by services[{seen[service.id]}]")
+        seen.setdefault(service.id, i)
+        services.append(attrs.evolve(service, configuration=resolve(path, service.configuration)))
+    listener = _resolve_listener(path, admin.listener)
+    _check_listener(path, "administrator.listener", listener, problems)
+    cors = resolve(path, admin.cors) if admin.cors else None
+    if cors is not None and not cors.is_file():
+        problems.append(f"{path}: administrator.cors: expected a CORS file, got {str(admin.cors)!r} (not found)")
+    logging_config = admin.logging
+    if logging_config.file is not None:
+        logging_config = attrs.evolve(logging_config, file=resolve(path, logging_config.file))
+    if problems:
+        raise ConfigurationError(problems)
+    return ServerConfig(
+        path=path,
+        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config),
+        services=tuple(services),
+    )
+
+
+def load_cors(path: Path | None) -> dict[str, Any] | None:
+    """Starlette CORSMiddleware options from a CORS file (TOML, or Road2's JSON ``cors`` options)."""
+    if path is None:
+        return None
+    data = read_document(path)
+    problems: list[str] = []
+
+    def strings(key: str, value: Any) -> list[str]:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        problems.append(f"{path}: {key}: expected a string or a list of strings, got {value!r}")
+        return []
+
+    options: dict[str, Any] = {"allow_origins": [], "allow_methods": ["GET", "POST", "OPTIONS"], "allow_headers": ["*"]}
+    mapping = {
+        "origin": "allow_origins", "origins": "allow_origins", "allow_origins": "allow_origins",
+        "methods": "allow_methods", "allow_methods": "allow_methods",
+        "allowedHeaders": "allow_headers", "headers": "allow_headers", "allow_headers": "allow_headers",
+        "exposedHeaders": "expose_headers", "expose_headers": "expose_headers",
+    }
+    for key, value in data.items():
+        if key in mapping:
+            options[mapping[key]] = strings(key, value)
+        elif key in {"credentials", "allow_credentials"}:
+            if not isinstance(value, bool):
+                problems.append(f"{path}: {key}: expected a boolean, got {value!r}")
+            options["allow_credentials"] = value
+        elif key in {"maxAge", "max_age"}:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                problems.append(f"{path}: {key}: expected a number of seconds, got {value!r}")
+            options["max_age"] = value
+        elif key in {"origin_regex", "allow_origin_regex"}:
+            options["allow_origin_regex"] = value
+        elif key in {"preflightContinue", "optionsSuccessStatus"}:
+            continue  # npm-cors options with no equivalent: accepted for Road2 files
+        else:
+            problems.append(f"{path}: {key}: unknown CORS option")
+    if problems:
+        raise ConfigurationError(problems)
+    return options
+
+
+def load_service(path: Path | str, *, cors: Path | None = None) -> ServiceConfig:
+    """A service file, with folders resolved relative to it and the CORS options read."""
+    path = Path(path).resolve()
+    data = dict(read_document(path))
+    problems: list[str] = []
+    config = structure(data, _ServiceFile, path)
+    listeners = tuple(_resolve_listener(path, listener) for listener in config.listeners)
+    ids: set[str] = set()
+    for i, listener in enumerate(listeners):
+        _check_listener(path, f"listeners[{i}]", listener, problems)
+        if listener.id in ids:
+            problems.append(f"{path}: listeners[{i}].id: listener id {listener.id!r} is used twice")
+        ids.add(listener.id)
+    folders = Folders(
+        sources=tuple(resolve(path, p) for p in config.folders.sources),
+        resources=tuple(resolve(path, p) for p in config.folders.resources),
+        projections=resolve(path, config.folders.projections) if config.folders.projections else None,
+    )
+    for key, group in (("sources", folders.sources), ("resources", folders.resources)):
+        for i, folder in enumerate(group):
+            if not folder.is_dir():
+                problems.append(f"{path}: folders.{key}[{i}]: expected a folder, got {str(folder)!r} (not found)")
+    if folders.projections is not None and not folders.projections.is_dir():
+        problems.append(f"{path}: folders.projections: expected a folder, got {str(folders.projections)!r} (not found)")
+    cors_options = None
+    try:
+        cors_options = load_cors(cors)
+    except ConfigurationError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ConfigurationError(problems)
+    return ServiceConfig(
+        path=path,
+        application=config.application,
+        listeners=listeners,
+        apis=config.apis,
+        folders=folders,
+        limits=config.limits,
+        cors=cors_options,
+    )
+
+
+@attrs.frozen
+class _ServiceFile:
+    application: ApplicationInfo
+    listeners: tuple[Listener, ...] = (Listener(),)
+    apis: tuple[ApiRef, ...] = (ApiRef("simple", "1.0.0"),)
+    folders: Folders = Folders()
+    limits: Limits = Limits()
+
+
+def _files(folders: Iterable[Path], suffix: str) -> list[Path]:
+    paths: list[Path] = []
+    for folder in folders:
+        if folder.is_dir():
+            paths.extend(sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(suffix)))
+    return paths
+
+
+def parse_bbox(value: Any) -> tuple[float, float, float, float]:
+    """A bbox from ``"xmin,ymin,xmax,ymax"`` or a list of four numbers; ValueError says what is wrong."""
+    if isinstance(value, str):
+        match = _BBOX.match(value)
+        if not match:
+            raise ValueError(f"expected 'xmin,ymin,xmax,ymax' with plain decimals, got {value!r}")
+        numbers = [float(g) for g in match.groups()]
+    elif isinstance(value, list | tuple) and len(value) == 4 and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    ):
+        numbers = [float(v) for v in value]
+    else:
+        raise ValueError(f"expected 'xmin,ymin,xmax,ymax' or a list of four numbers, got {value!r}")
+    xmin, ymin, xmax, ymax = numbers
+    if not (xmin < xmax and ymin < ymax):
+        raise ValueError(f"expected xmin < xmax and ymin < ymax, got {value!r}")
+    return (xmin, ymin, xmax, ymax)
+
+
+_SOURCE_COMMON = {"id": str, "type": str, "description": str, "projection": str}
+
+
+def read_source(path: Path) -> SourceConfig:
+    """One ``*.source`` file (TOML, or Road2 JSON, optionally wrapped in ``{"source": ...}``)."""
+    data = read_document(path)
+    if set(data) == {"source"} and isinstance(data["source"], dict):
+        data = data["source"]
+    data = dict(data)
+    problems: list[str] = []
+    common: dict[str, Any] = {}
+    for key, kind in _SOURCE_COMMON.items():
+        if key in data:
+            value = data.pop(key)
+            if not isinstance(value, kind) or (key in {"id", "type"} and not value):
+                problems.append(f"{path}: {key}: expected a non-empty string, got {value!r}")
+            else:
+                common[key] = value
+        elif key in {"id", "type"}:
+            problems.append(f"{path}: {key}: required key is missing")
+    if "bbox" in data:
+        try:
+            common["bbox"] = parse_bbox(data.pop("bbox"))
+        except ValueError as exc:
+            problems.append(f"{path}: bbox: {exc}")
+    if "timeout" in data:
+        value = data.pop("timeout")
+        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            problems.append(f"{path}: timeout: expected a positive number of seconds, got {value!r}")
+        else:
+            common["timeout"] = float(value)
+    if problems:
+        raise ConfigurationError(problems)
+    return SourceConfig(path=path, options=data, **common)
+
+
+def read_sources(folders: Iterable[Path]) -> tuple[list[SourceConfig], list[str]]:
+    """Every ``*.source`` file of the folders, and the problems of those that could not be read."""
+    sources: list[SourceConfig] = []
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    for path in _files(folders, ".source"):
+        try:
+            source = read_source(path)
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+            continue
+        if source.id in seen:
+            problems.append(f"{path}: id: source id {source.id!r} is already defined in {seen[source.id]}")
+            continue
+        seen[source.id] = path
+        sources.append(source)
+    return sources, problems
+
+
+def _road2_parameter(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    entry = dict(entry)
+    pid = entry.pop("id", None)
+    settings: dict[str, Any] = {}
+    values = entry.pop("values", None)
+    if isinstance(values, dict):
+        settings.update(values)
+    elif values is not None:
+        settings["values"] = values
+    if "defaultValueContent" in entry:
+        settings["default"] = entry.pop("defaultValueContent")
+    settings.update(entry)
+    return _ROAD2_PARAMETER_IDS.get(pid, pid), settings
+
+
+def _from_road2_resource(data: dict[str, Any]) -> dict[str, Any]:
+    resource = dict(data["resource"])
+    operations: dict[str, Any] = {}
+    for op in resource.pop("availableOperations", []) or []:
+        params = dict(_road2_parameter(p) for p in op.get("parameters", []) if isinstance(p, dict))
+        operations[op.get("id")] = params
+    resource["operations"] = operations
+    if "resourceVersion" in resource:
+        resource["version"] = resource.pop("resourceVersion")
+    if resource.get("type") == "pgr":
+        resource["type"] = "pgrouting"
+    return resource
+
+
+def read_resource(path: Path) -> ResourceConfig:
+    """One ``*.resource`` file (TOML, or Road2's JSON ``{"resource": {...}}``)."""
+    data = read_document(path)
+    if "resource" in data and isinstance(data["resource"], dict):
+        data = _from_road2_resource(data)
+    problems: list[str] = []
+    operations = data.get("operations", {})
+    if not isinstance(operations, dict) or not all(isinstance(v, dict) for v in operations.values()):
+        problems.append(f"{path}: operations: expected a table of operations, each a table of parameters")
+        operations = {}
+    for op_id, params in operations.items():
+        for pid, settings in params.items():
+            if not isinstance(settings, dict):
+                problems.append(f"{path}: operations.{op_id}.{pid}: expected a table of settings, got {settings!r}")
+    rest = {k: v for k, v in data.items() if k != "operations"}
+    try:
+        config = structure(rest | {"operations": {}}, _ResourceFile, path)
+    except ConfigurationError as exc:
+        problems.extend(exc.problems)
+        config = None
+    if config is not None and not config.sources:
+        problems.append(f"{path}: sources: expected a non-empty list of source ids")
+    if problems or config is None:
+        raise ConfigurationError(problems)
+    return ResourceConfig(
+        path=path,
+        id=config.id,
+        type=config.type,
+        sources=config.sources,
+        operations={k: dict(v) for k, v in operations.items()},
+        description=config.description,
+        version=config.version,
+    )
+
+
+@attrs.frozen
+class _ResourceFile:
+    id: str
+    type: str
+    sources: tuple[str, ...]
+    operations: dict[str, Any]
+    description: str = ""
+    version: str = ""
+
+
+def read_resources(folders: Iterable[Path]) -> tuple[list[ResourceConfig], list[str]]:
+    """Every ``*.resource`` file of the folders, and the problems of those that could not be read."""
+    resources: list[ResourceConfig] = []
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    for path in _files(folders, ".resource"):
+        try:
+            resource = read_resource(path)
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+            continue
+        if resource.id in seen:
+            problems.append(f"{path}: id: resource id {resource.id!r} is already defined in {seen[resource.id]}")
+            continue
+        seen[resource.id] = path
+        resources.append(resource)
+    return resources, problems

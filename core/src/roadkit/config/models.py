@@ -1,0 +1,152 @@
+"""Frozen attrs classes for every configuration file. Paths are resolved by the loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+
+@attrs.frozen
+class Listener:
+    """An HTTP(S) listener. ``certfile``/``keyfile`` turn HTTPS on (self-signed certificates are fine)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    id: str = "main"
+    certfile: Path | None = None
+    keyfile: Path | None = None
+
+    @property
+    def https(self) -> bool:
+        return self.certfile is not None
+
+    @property
+    def bind(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+@attrs.frozen
+class LoggingConfig:
+    """Logging of the administrator and its services."""
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    file: Path | None = None
+    access_log: bool = False
+
+
+@attrs.frozen
+class ManagedService:
+    """A service the administrator runs: its id, its service file and how it runs."""
+
+    id: str
+    configuration: Path
+    mode: Literal["child-process", "same-process"] = "child-process"
+    startup_timeout: float = 120.0
+
+
+@attrs.frozen
+class AdministratorConfig:
+    """The administrator's own listener, logging and the CORS file applied to its services."""
+
+    listener: Listener = Listener(port=8079, id="admin")
+    logging: LoggingConfig = LoggingConfig()
+    cors: Path | None = None
+
+
+@attrs.frozen
+class ServerConfig:
+    """The server file: configures the administrator and lists the managed services."""
+
+    path: Path
+    administrator: AdministratorConfig
+    services: tuple[ManagedService, ...] = ()
+
+
+@attrs.frozen
+class Provider:
+    """Who provides the service (capabilities ``provider``)."""
+
+    name: str
+    mail: str
+    site: str = ""
+
+
+@attrs.frozen
+class ApplicationInfo:
+    """Application information, shown in capabilities; language/keywords/contact are INSPIRE fields."""
+
+    name: str
+    title: str
+    description: str
+    language: str = ""
+    keywords: tuple[str, ...] = ()
+    contact: str = ""
+    provider: Provider | None = None
+
+
+@attrs.frozen
+class ApiRef:
+    """An API the service serves, by name and version (``simple/1.0.0``, ``osrm/1.0.0``...)."""
+
+    name: str
+    version: str
+
+
+@attrs.frozen
+class Folders:
+    """Where a service finds its sources, resources and projections."""
+
+    sources: tuple[Path, ...] = ()
+    resources: tuple[Path, ...] = ()
+    projections: Path | None = None
+
+
+@attrs.frozen
+class Limits:
+    """Request-time limits shared by the service's sources unless a source sets its own."""
+
+    engine_timeout: float = 10.0
+    max_body_bytes: int = 1_000_000
+
+
+@attrs.frozen
+class ServiceConfig:
+    """A service file."""
+
+    path: Path
+    application: ApplicationInfo
+    listeners: tuple[Listener, ...] = (Listener(),)
+    apis: tuple[ApiRef, ...] = (ApiRef("simple", "1.0.0"),)
+    folders: Folders = Folders()
+    limits: Limits = Limits()
+    cors: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class SourceConfig:
+    """The common part of a ``*.source`` file; ``options`` is the kind-specific rest."""
+
+    path: Path
+    id: str
+    type: str
+    description: str = ""
+    projection: str = "EPSG:4326"
+    bbox: tuple[float, float, float, float] | None = None
+    timeout: float | None = None
+    options: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ResourceConfig:
+    """A ``*.resource`` file: sources and, per operation, raw parameter settings."""
+
+    path: Path
+    id: str
+    type: str
+    sources: tuple[str, ...]
+    operations: dict[str, dict[str, Any]]
+    description: str = ""
+    version: str = ""

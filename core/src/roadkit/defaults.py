@@ -1,0 +1,42 @@
+"""Core's own hook implementations, registered first and marked ``trylast`` so plugins override them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from roadkit import hookimpl
+from roadkit.api import Api
+from roadkit.model import Cost
+from roadkit.source import Source
+
+
+@hookimpl(trylast=True)
+def roadkit_resolve_cost(source: Source, cost: Cost) -> Any:
+    return source.resolve_cost(cost)
+
+
+@hookimpl(trylast=True)
+def roadkit_cost_units() -> dict[str, tuple[str, float]]:
+    return {
+        "hour": ("time", 3600.0),
+        "minute": ("time", 60.0),
+        "second": ("time", 1.0),
+        "standard": ("time", 1.0),
+        "meter": ("distance", 1.0),
+        "kilometer": ("distance", 1000.0),
+    }
+
+
+@hookimpl(trylast=True)
+def roadkit_apis() -> Sequence[Api]:
+    from roadkit.apis.simple import SIMPLE_API
+
+    return [SIMPLE_API]
+
+
+@hookimpl(trylast=True)
+def roadkit_commands() -> Sequence[Any]:
+    from roadkit.cli import core_commands
+
+    return core_commands()

@@ -1,0 +1,150 @@
+"""The engine-agnostic request and response model.
+
+APIs build requests from HTTP parameters and write responses; engine plugins take requests and
+return responses. Coordinates are ``(x, y)`` tuples in the *source's* CRS on the way in and out of a
+source; the API reprojects them into the CRS the user asked for.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+
+Coord = tuple[float, float]
+CostType = Literal["time", "distance"]
+Direction = Literal["departure", "arrival"]
+ConstraintType = Literal["banned", "prefer", "avoid"]
+
+
+@attrs.frozen
+class Cost:
+    """What a source can compute: a profile with an optimization (routes) and a cost type (isochrones)."""
+
+    profile: str
+    optimization: str | None = None
+    cost_type: CostType | None = None
+
+
+@attrs.frozen
+class Constraint:
+    """A user constraint, resolved against the resource: ``field`` is the engine-side name."""
+
+    type: ConstraintType
+    key: str
+    operator: str
+    value: Any
+    field: str | None = None
+    condition: Any = None
+    ratio: float | None = None
+
+    def echo(self) -> dict[str, Any]:
+        """The constraint as the API echoes it back to the user."""
+        return {"type": self.type, "key": self.key, "operator": self.operator, "value": self.value}
+
+
+@attrs.frozen
+class RouteRequest:
+    """A route through ``points`` (start, intermediates..., end) for one cost of one source."""
+
+    points: tuple[Coord, ...]
+    cost: Cost
+    steps: bool = True
+    ways_attributes: tuple[str, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    date_time: datetime | None = None
+
+    @property
+    def start(self) -> Coord:
+        return self.points[0]
+
+    @property
+    def end(self) -> Coord:
+        return self.points[-1]
+
+
+@attrs.frozen
+class Step:
+    """One maneuver of a portion; ``instruction`` has OSRM's shape (type, modifier?, exit?)."""
+
+    geometry: list[Coord]
+    distance: float
+    duration: float
+    attributes: dict[str, Any] = attrs.field(factory=dict)
+    instruction: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Portion:
+    """The part of a route between two consecutive waypoints (an engine leg)."""
+
+    start: Coord
+    end: Coord
+    distance: float
+    duration: float
+    steps: list[Step] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class RouteResponse:
+    """A computed route; distances in meters, durations in seconds, geometry in the source CRS.
+
+    ``extras`` carries engine-native fields that a native API (e.g. OSRM v1) may need.
+    """
+
+    start: Coord
+    end: Coord
+    geometry: list[Coord]
+    distance: float
+    duration: float
+    portions: list[Portion]
+    extras: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class NearestRequest:
+    """Up to ``number`` graph points nearest to ``point``."""
+
+    point: Coord
+    number: int = 1
+
+
+@attrs.frozen
+class NearestPoint:
+    """A snapped point and its distance in meters from the requested one."""
+
+    point: Coord
+    distance: float
+    attributes: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class NearestResponse:
+    """The nearest graph points, nearest first."""
+
+    points: list[NearestPoint]
+
+
+@attrs.frozen
+class IsochroneRequest:
+    """Areas reachable within each of ``cost_values`` (seconds for time, meters for distance)."""
+
+    point: Coord
+    cost: Cost
+    cost_values: tuple[float, ...]
+    direction: Direction = "departure"
+    constraints: tuple[Constraint, ...] = ()
+    date_time: datetime | None = None
+
+
+@attrs.frozen
+class IsochroneResponse:
+    """One GeoJSON-like geometry dict per cost value, in the order of the request's values.
+
+    A geometry is a ``Polygon``/``MultiPolygon``, or a ``Point`` at the start when the cost value is
+    too small to form an area.
+    """
+
+    point: Coord
+    geometries: list[dict[str, Any]]

@@ -1,0 +1,92 @@
+"""Running ASGI apps on listeners with hypercorn, and knowing when they are bound."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Sequence
+
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+from starlette.types import ASGIApp
+
+from roadkit.config.models import Listener
+
+log = logging.getLogger(__name__)
+
+
+def hypercorn_config(listeners: Sequence[Listener], *, access_log: bool = False, startup_timeout: float = 120.0) -> Config:
+    """A hypercorn configuration binding every listener (HTTPS where a certificate is given)."""
+    config = Config()
+    plain = [listener.bind for listener in listeners if not listener.https]
+    secure = [listener for listener in listeners if listener.https]
+    config.bind = plain
+    if secure:
+        # hypercorn serves one certificate: every HTTPS listener of a service shares the first one's.
+        config.insecure_bind = plain
+        config.bind = [listener.bind for listener in secure]
+        config.certfile = str(secure[0].certfile)
+        config.keyfile = str(secure[0].keyfile)
+    config.accesslog = logging.getLogger("roadkit.access") if access_log else None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.startup_timeout = startup_timeout
+    config.graceful_timeout = 5.0
+    config.keep_alive_timeout = 75.0
+    return config
+
+
+class Server:
+    """One hypercorn server for an app; ``start`` returns once every listener accepts connections."""
+
+    def __init__(self, app: ASGIApp, listeners: Sequence[Listener], *, access_log: bool = False, startup_timeout: float = 120.0) -> None:
+        self.app = app
+        self.listeners = list(listeners)
+        self.config = hypercorn_config(self.listeners, access_log=access_log, startup_timeout=startup_timeout)
+        self._shutdown = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self, timeout: float = 120.0) -> None:
+        """Serve in the background; raise if the server stops (e.g. a port in use) before it is bound."""
+        self._shutdown.clear()
+        self.task = asyncio.create_task(serve(self.app, self.config, shutdown_trigger=self._shutdown.wait))  # type: ignore[arg-type]
+        deadline = asyncio.get_running_loop().time() + timeout
+        for listener in self.listeners:
+            while True:
+                if self.task.done():
+                    exc = self.task.exception()
+                    raise OSError(f"server on {listener.bind} stopped before it was ready: {exc!r}")
+                if await _accepts(listener):
+                    break
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"server on {listener.bind} not ready after {timeout:g} s")
+                await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        """Stop accepting, finish the requests in flight, run the app's shutdown."""
+        self._shutdown.set()
+        if self.task is not None:
+            try:
+                await self.task
+            except Exception:
+                log.exception("server stopped with an error")
+            self.task = None
+
+
+async def _accepts(listener: Listener) -> bool:
+    host = "127.0.0.1" if listener.host in ("0.0.0.0", "") else ("::1" if listener.host == "::" else listener.host)
+    try:
+        context = None
+        if listener.https:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, listener.port, ssl=context), 1.0)
+    except (OSError, TimeoutError, ssl.SSLError):
+        return False
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except (OSError, ssl.SSLError):
+        pass
+    return True

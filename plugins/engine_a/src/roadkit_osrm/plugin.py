@@ -1,0 +1,23 @@
+"""The hooks the OSRM plugin implements (entry point ``osrm`` in the ``roadkit`` group)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from roadkit import hookimpl
+from roadkit.source import Source
+
+from roadkit_osrm.source import OsrmSource
+
+
+@hookimpl
+def roadkit_source_kinds() -> Sequence[type[Source]]:
+    return [OsrmSource]
+
+
+@hookimpl
+def roadkit_commands() -> Sequence[Any]:
+    from roadkit_osrm.prepare import build_command
+
+    return [build_command()]

@@ -1,0 +1,129 @@
+"""Data preparation: an OSRM dataset from an ``.osm.pbf`` (extract + contract, or + partition + customize)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from roadkit.cli import Command
+from roadkit.errors import RoadkitError
+from roadkit.source import Progress
+
+
+def profiles_dir() -> Path:
+    """The Lua profiles shipped in the osrm-bindings wheel."""
+    import osrm
+
+    return Path(osrm.__file__).parent / "share" / "profiles"
+
+
+def dataset_files(base: Path, algorithm: str) -> list[Path]:
+    """The files whose presence means the dataset is built for ``algorithm``."""
+    suffixes = [".properties", ".ebg_nodes", ".ramIndex", ".fileIndex"]
+    suffixes += [".hsgr"] if algorithm == "CH" else [".cells", ".mldgr", ".cell_metrics"]
+    return [base.with_name(base.name + s) for s in suffixes]
+
+
+def dataset_ready(base: Path, algorithm: str) -> bool:
+    """Whether every file of the dataset exists."""
+    return all(path.exists() for path in dataset_files(base, algorithm))
+
+
+def profile_script(profile: str, weight: str | None, workdir: Path) -> Path:
+    """The Lua profile to extract with: a shipped one, a file, or a wrapper that sets ``weight_name``."""
+    path = Path(profile) if profile.endswith(".lua") else profiles_dir() / f"{profile}.lua"
+    if not path.is_file():
+        shipped = ", ".join(sorted(p.stem for p in profiles_dir().glob("*.lua")))
+        raise RoadkitError(f"OSRM profile {profile!r} not found (shipped profiles: {shipped})", code="profile_not_found", status=400)
+    if weight is None:
+        return path
+    # OSRM resolves a profile's require() calls against its own folder: keep that folder on the
+    # Lua path and only change the weight the profile's setup() returns.
+    wrapper = workdir / f"{path.stem}-{weight}.lua"
+    wrapper.write_text(
+        f"package.path = {str(path.parent) + '/?.lua'!r} .. ';' .. package.path\n"
+        f"local profile = dofile({str(path)!r})\n"
+        "local setup = profile.setup\n"
+        "profile.setup = function()\n"
+        "  local p = setup()\n"
+        f"  p.properties.weight_name = {weight!r}\n"
+        "  return p\n"
+        "end\n"
+        "return profile\n"
+    )
+    return wrapper
+
+
+def _run(step: str, args: list[str], progress: Progress) -> None:
+    progress.step(step)
+    command = [sys.executable, "-m", "osrm", *args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    tail: list[str] = []
+    for line in process.stdout:
+        line = line.rstrip()
+        tail = (tail + [line])[-20:]
+        if "[info]" in line and ("finished" in line.lower() or "RAM: peak" in line):
+            progress.info(line.split("] ", 2)[-1])
+    if process.wait() != 0:
+        raise RoadkitError(f"osrm {args[0]} failed:\n" + "\n".join(tail), code="prepare_failed")
+
+
+def build_dataset(
+    osm: Path,
+    base: Path,
+    *,
+    profile: str = "car",
+    algorithm: str = "CH",
+    weight: str | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Build the OSRM dataset ``base`` (a path ending in ``.osrm``) from ``osm``; returns ``base``."""
+    progress = progress or Progress()
+    if not osm.is_file():
+        raise RoadkitError(f"OSM extract not found: {osm}", code="prepare_failed", status=400)
+    if not base.name.endswith(".osrm"):
+        raise RoadkitError(f"an OSRM dataset path must end in .osrm, got {base}", code="prepare_failed", status=400)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    threads = str(max(1, os.cpu_count() or 1))
+    with tempfile.TemporaryDirectory(prefix="roadkit-osrm-", dir=base.parent) as tmp:
+        work = Path(tmp)
+        # osrm-extract names its output after its input: give it the dataset's name.
+        source = work / (base.name[: -len(".osrm")] + ".osm.pbf")
+        os.symlink(osm.resolve(), source)
+        script = profile_script(profile, weight, work)
+        progress.step(f"building {base.name} from {osm.name} with profile {script.stem} ({algorithm})")
+        _run("osrm-extract", ["extract", "-p", str(script), "-t", threads, str(source)], progress)
+        out = work / base.name
+        if algorithm == "CH":
+            _run("osrm-contract", ["contract", "-t", threads, str(out)], progress)
+        else:
+            _run("osrm-partition", ["partition", "-t", threads, str(out)], progress)
+            _run("osrm-customize", ["customize", "-t", threads, str(out)], progress)
+        for path in work.iterdir():
+            if path.name.startswith(base.name):
+                shutil.move(str(path), base.parent / path.name)
+    progress.step(f"dataset ready: {base}")
+    return base
+
+
+def build_command() -> Command:
+    """``roadkit osrm-build``: build one OSRM dataset by hand."""
+
+    def configure(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("osm", type=Path, help="the .osm.pbf extract")
+        parser.add_argument("output", type=Path, help="the dataset to write, e.g. data/car/monaco.osrm")
+        parser.add_argument("--profile", default="car", help="a shipped OSRM profile (car, foot, bicycle) or a .lua file")
+        parser.add_argument("--algorithm", choices=["CH", "MLD"], default="CH")
+        parser.add_argument("--weight", choices=["routability", "duration", "distance"], help="override the profile's weight")
+
+    def run(args: argparse.Namespace) -> int:
+        build_dataset(args.osm, args.output, profile=args.profile, algorithm=args.algorithm, weight=args.weight)
+        return 0
+
+    return Command("osrm-build", "Build an OSRM dataset from an .osm.pbf extract.", configure, run)

@@ -1,0 +1,236 @@
+"""Source kind ``osrm``: OSRM in process through osrm-bindings, one dataset (one cost) per source."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+from roadkit.config.files import resolve
+from roadkit.config.models import SourceConfig
+from roadkit.errors import ConfigurationError, EngineError, NoPathFound
+from roadkit.model import (
+    Coord,
+    Cost,
+    NearestPoint,
+    NearestRequest,
+    NearestResponse,
+    Portion,
+    RouteRequest,
+    RouteResponse,
+    Step,
+)
+from roadkit.source import Progress, Source, SourceState
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class OsrmStorage:
+    """Where the dataset is: the ``.osrm`` base path, and whether it was built for CH or MLD."""
+
+    file: Path
+    algorithm: Literal["CH", "MLD"] = "CH"
+
+
+@attrs.frozen
+class OsrmCost:
+    """The one cost an OSRM dataset computes."""
+
+    profile: str
+    optimization: str
+
+
+@attrs.frozen
+class OsrmPreparation:
+    """How ``roadkit prepare`` builds the dataset: from ``osm`` with an OSRM Lua ``profile``.
+
+    ``profile`` is a profile shipped with OSRM (``car``, ``foot``, ``bicycle``) or a path to a Lua
+    file; ``weight`` overrides the profile's weight (``distance`` for shortest routes).
+    """
+
+    osm: Path
+    profile: str = "car"
+    weight: Literal["routability", "duration", "distance"] | None = None
+
+
+@attrs.frozen
+class OsrmOptions:
+    """The kind-specific part of an ``osrm`` source file."""
+
+    storage: OsrmStorage
+    cost: OsrmCost
+    preparation: OsrmPreparation | None = None
+    max_nearest: int = 100
+
+
+def _name_attribute(name: str) -> Any:
+    """Way names that hold JSON (r2gg graphs) are returned parsed, others as they are."""
+    if name[:1] in "{[":
+        try:
+            return json.loads(name)
+        except ValueError:
+            pass
+    return name
+
+
+def _instruction(maneuver: Any) -> dict[str, Any]:
+    instruction: dict[str, Any] = {"type": maneuver["type"]}
+    if "modifier" in maneuver:
+        instruction["modifier"] = maneuver["modifier"]
+    if "exit" in maneuver:
+        instruction["exit"] = int(maneuver["exit"])
+    return instruction
+
+
+def _coords(geometry: Any) -> list[Coord]:
+    return [(c[0], c[1]) for c in geometry["coordinates"]]
+
+
+class OsrmSource(Source):
+    """OSRM through osrm-bindings. The binding holds the GIL: one engine thread per source."""
+
+    kind = "osrm"
+    options_class = OsrmOptions
+    operations = frozenset({"route", "nearest"})
+    options: OsrmOptions
+
+    def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
+        super().__init__(config, options, timeout=timeout)
+        self.engine: Any = None
+
+    @classmethod
+    def parse_options(cls, config: SourceConfig) -> OsrmOptions:
+        options: OsrmOptions = super().parse_options(config)
+        storage = attrs.evolve(options.storage, file=resolve(config.path, options.storage.file))
+        preparation = options.preparation
+        if preparation is not None:
+            profile = preparation.profile
+            if profile.endswith(".lua"):
+                profile = str(resolve(config.path, profile))
+            preparation = attrs.evolve(preparation, osm=resolve(config.path, preparation.osm), profile=profile)
+        if options.max_nearest < 1:
+            raise ConfigurationError([f"{config.path}: max_nearest: expected a positive integer, got {options.max_nearest}"])
+        return attrs.evolve(options, storage=storage, preparation=preparation)
+
+    def costs(self) -> Sequence[Cost]:
+        return [Cost(self.options.cost.profile, self.options.cost.optimization)]
+
+    def threads(self) -> int:
+        return 1
+
+    @classmethod
+    def data_paths(cls, config: SourceConfig, options: OsrmOptions) -> Sequence[Path]:
+        from roadkit_osrm.prepare import dataset_files
+
+        return dataset_files(options.storage.file, options.storage.algorithm)
+
+    @classmethod
+    def prepare(cls, config: SourceConfig, options: OsrmOptions, *, force: bool, progress: Progress) -> bool:
+        from roadkit_osrm.prepare import build_dataset, dataset_ready
+
+        if not force and dataset_ready(options.storage.file, options.storage.algorithm):
+            return False
+        if options.preparation is None:
+            raise ConfigurationError([f"{config.path}: preparation: required to build the missing dataset {options.storage.file}"])
+        prep = options.preparation
+        build_dataset(prep.osm, options.storage.file, profile=prep.profile, algorithm=options.storage.algorithm, weight=prep.weight, progress=progress)
+        return True
+
+    async def connect(self) -> None:
+        import osrm
+
+        storage = self.options.storage
+        try:
+            self.engine = await self.run_blocking(
+                lambda: osrm.OSRM(
+                    storage_config=str(storage.file),
+                    algorithm=storage.algorithm,
+                    use_shared_memory=False,
+                    max_results_nearest=self.options.max_nearest,
+                )
+            )
+        except Exception as exc:
+            self.fail(f"cannot open OSRM dataset {storage.file}: {exc}")
+            raise
+        self.state = SourceState.GREEN
+        self.reason = ""
+
+    async def disconnect(self) -> None:
+        self.engine = None
+        await super().disconnect()
+
+    def _call(self, method: str, params: Any) -> Any:
+        engine = self.engine
+        if engine is None:
+            raise EngineError(f"source {self.id} is not connected", status=503)
+        try:
+            result = getattr(engine, method)(params)
+        except RuntimeError as exc:
+            text = str(exc)
+            if "NoRoute" in text or "NoSegment" in text or "NoMatch" in text:
+                raise NoPathFound() from None
+            self.fail(f"OSRM error: {text}")
+            raise EngineError(f"OSRM could not answer: {text}") from None
+        if self.state is not SourceState.GREEN:
+            self.state, self.reason = SourceState.GREEN, ""
+        return result
+
+    def _route(self, request: RouteRequest) -> RouteResponse:
+        import osrm
+
+        params = osrm.RouteParameters(
+            coordinates=list(request.points),
+            steps=request.steps,
+            geometries="geojson",
+            overview="full",
+            exclude=[c.field for c in request.constraints if c.type == "banned" and c.field],
+        )
+        answer = self._call("Route", params)
+        if answer["code"] != "Ok" or len(answer["routes"]) == 0:
+            raise NoPathFound("No route found")
+        waypoints = [(w["location"][0], w["location"][1]) for w in answer["waypoints"]]
+        route = answer["routes"][0]
+        portions = []
+        for i, leg in enumerate(route["legs"]):
+            steps = [
+                Step(
+                    geometry=_coords(step["geometry"]),
+                    distance=step["distance"],
+                    duration=step["duration"],
+                    attributes={"name": _name_attribute(step["name"])},
+                    instruction=_instruction(step["maneuver"]),
+                )
+                for step in leg["steps"]
+            ] if request.steps else []
+            portions.append(Portion(waypoints[i], waypoints[i + 1], leg["distance"], leg["duration"], steps))
+        return RouteResponse(
+            start=waypoints[0],
+            end=waypoints[-1],
+            geometry=_coords(route["geometry"]),
+            distance=route["distance"],
+            duration=route["duration"],
+            portions=portions,
+        )
+
+    async def route(self, request: RouteRequest) -> RouteResponse:
+        return await self.run_blocking(self._route, request)
+
+    def _nearest(self, request: NearestRequest) -> NearestResponse:
+        import osrm
+
+        params = osrm.NearestParameters(coordinates=[request.point])
+        params.number_of_results = request.number
+        answer = self._call("Nearest", params)
+        return NearestResponse(
+            [
+                NearestPoint((w["location"][0], w["location"][1]), w["distance"], {"name": w["name"]})
+                for w in answer["waypoints"]
+            ]
+        )
+
+    async def nearest(self, request: NearestRequest) -> NearestResponse:
+        return await self.run_blocking(self._nearest, request)
