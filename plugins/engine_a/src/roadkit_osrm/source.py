@@ -163,8 +163,8 @@ class OsrmSource(Source):
         self.engine = None
         await super().disconnect()
 
-    def _call(self, method: str, params: Any) -> Any:
-        engine = self.engine
+    def _call(self, engine: Any, method: str, params: Any) -> Any:
+        # The answer points into the engine's memory: callers keep ``engine`` alive while reading it.
         if engine is None:
             raise EngineError(f"source {self.id} is not connected", status=503)
         try:
@@ -189,7 +189,8 @@ class OsrmSource(Source):
             overview="full",
             exclude=[c.field for c in request.constraints if c.type == "banned" and c.field],
         )
-        answer = self._call("Route", params)
+        engine = self.engine
+        answer = self._call(engine, "Route", params)
         if answer["code"] != "Ok" or len(answer["routes"]) == 0:
             raise NoPathFound("No route found")
         waypoints = [(w["location"][0], w["location"][1]) for w in answer["waypoints"]]
@@ -224,7 +225,8 @@ class OsrmSource(Source):
 
         params = osrm.NearestParameters(coordinates=[request.point])
         params.number_of_results = request.number
-        answer = self._call("Nearest", params)
+        engine = self.engine
+        answer = self._call(engine, "Nearest", params)
         return NearestResponse(
             [
                 NearestPoint((w["location"][0], w["location"][1]), w["distance"], {"name": w["name"]})

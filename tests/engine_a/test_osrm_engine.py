@@ -1,0 +1,134 @@
+"""The OSRM source on the real engine and the Monaco datasets, against direct osrm.OSRM calls."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import osrm
+import pytest
+
+from roadkit.config.loader import read_source
+from roadkit.errors import NoPathFound
+from roadkit.model import Constraint, Cost, NearestRequest, RouteRequest
+from roadkit.plugins import Plugins
+from roadkit.source import SourceState
+from roadkit_osrm import OsrmSource
+from roadkit_osrm.prepare import dataset_ready
+
+START = (7.41337, 43.72956)
+END = (7.41983, 43.73115)
+VIA = (7.4246, 43.7383)
+
+
+def _source(example: Path, name: str) -> OsrmSource:
+    source = OsrmSource.from_config(read_source(example / "sources" / f"monaco-{name}.source"))
+    asyncio.run(source.connect())
+    return source
+
+
+def plain(value: Any) -> Any:
+    """An osrm answer as plain Python (the answer lives in the engine's memory)."""
+    if isinstance(value, osrm.Object):
+        return {k: plain(value[k]) for k in value}
+    if isinstance(value, osrm.Array):
+        return [plain(v) for v in value]
+    return value
+
+
+def _direct(dataset: Path, algorithm: str, points: list[tuple[float, float]], **kwargs: Any) -> Any:
+    engine = osrm.OSRM(storage_config=str(dataset), algorithm=algorithm, use_shared_memory=False)
+    return plain(engine.Route(osrm.RouteParameters(coordinates=points, geometries="geojson", overview="full", **kwargs)))
+
+
+def test_plugin_is_discovered_through_its_entry_point() -> None:
+    kinds = Plugins.create().source_kinds()
+    assert kinds["osrm"] is OsrmSource
+
+
+def test_prepare_built_every_dataset_with_its_algorithm(osrm_datasets: dict[str, Path]) -> None:
+    assert set(osrm_datasets) == {"car-fastest", "car-shortest", "pedestrian-fastest"}
+    assert dataset_ready(osrm_datasets["car-fastest"], "CH")
+    assert dataset_ready(osrm_datasets["pedestrian-fastest"], "MLD")
+
+
+@pytest.mark.parametrize(("name", "algorithm"), [("car-fastest", "CH"), ("car-shortest", "CH"), ("pedestrian-fastest", "MLD")])
+def test_route_equals_a_direct_osrm_call(osrm_example: Path, osrm_datasets: dict[str, Path], name: str, algorithm: str) -> None:
+    source = _source(osrm_example, name)
+    assert source.state is SourceState.GREEN
+    profile, optimization = name.split("-")
+    result = asyncio.run(source.route(RouteRequest((START, VIA, END), Cost(profile, optimization), steps=True)))
+    direct = _direct(osrm_datasets[name], algorithm, [START, VIA, END], steps=True)
+    route = direct["routes"][0]
+    assert result.distance == pytest.approx(route["distance"])
+    assert result.duration == pytest.approx(route["duration"])
+    assert result.geometry == [tuple(c) for c in route["geometry"]["coordinates"]]
+    assert len(result.portions) == 2
+    for portion, leg in zip(result.portions, route["legs"], strict=True):
+        assert portion.distance == pytest.approx(leg["distance"])
+        assert [s.instruction["type"] for s in portion.steps] == [s["maneuver"]["type"] for s in leg["steps"]]
+        assert [s.attributes["name"] for s in portion.steps] == [s["name"] for s in leg["steps"]]
+    assert result.start == tuple(direct["waypoints"][0]["location"])
+    assert result.end == tuple(direct["waypoints"][-1]["location"])
+
+
+def test_shortest_is_never_longer_than_fastest(osrm_example: Path) -> None:
+    fastest = asyncio.run(_source(osrm_example, "car-fastest").route(RouteRequest((START, END), Cost("car", "fastest"))))
+    shortest = asyncio.run(_source(osrm_example, "car-shortest").route(RouteRequest((START, END), Cost("car", "shortest"))))
+    assert shortest.distance <= fastest.distance
+    assert shortest.duration >= fastest.duration
+
+
+def test_steps_carry_osrm_maneuvers(osrm_example: Path) -> None:
+    result = asyncio.run(_source(osrm_example, "car-fastest").route(RouteRequest((START, END), Cost("car", "fastest"))))
+    steps = result.portions[0].steps
+    assert steps[0].instruction["type"] == "depart"
+    assert steps[-1].instruction["type"] == "arrive"
+    assert any("modifier" in s.instruction for s in steps)
+    roundabouts = [s.instruction for s in steps if s.instruction["type"].startswith("roundabout")]
+    assert all(isinstance(i.get("exit"), int) for i in roundabouts if "exit" in i)
+
+
+def test_banned_motorway_changes_a_route_that_uses_it(osrm_example: Path) -> None:
+    source = _source(osrm_example, "car-fastest")
+    # From above Eze to Monaco, where the fastest way takes the A8 motorway.
+    points = ((7.37612, 43.75813), (7.45165, 43.73148))
+    free = asyncio.run(source.route(RouteRequest(points, Cost("car", "fastest"), steps=True)))
+    banned = asyncio.run(
+        source.route(RouteRequest(points, Cost("car", "fastest"), constraints=(Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)))
+    )
+    direct = _direct(Path(source.options.storage.file), "CH", list(points), exclude=["motorway"])
+    assert banned.distance == pytest.approx(direct["routes"][0]["distance"])
+    assert banned.geometry != free.geometry
+
+
+def test_nearest_returns_the_number_of_points_asked(osrm_example: Path, osrm_datasets: dict[str, Path]) -> None:
+    source = _source(osrm_example, "car-fastest")
+    result = asyncio.run(source.nearest(NearestRequest(START, 3)))
+    engine = osrm.OSRM(storage_config=str(osrm_datasets["car-fastest"]), algorithm="CH", use_shared_memory=False)
+    params = osrm.NearestParameters(coordinates=[START])
+    params.number_of_results = 3
+    direct = plain(engine.Nearest(params))
+    assert [p.point for p in result.points] == [tuple(w["location"]) for w in direct["waypoints"]]
+    assert [p.distance for p in result.points] == pytest.approx([w["distance"] for w in direct["waypoints"]])
+
+
+def test_a_missing_dataset_leaves_the_source_red(tmp_path: Path) -> None:
+    path = tmp_path / "broken.source"
+    path.write_text('id = "broken"\ntype = "osrm"\n[storage]\nfile = "nowhere/monaco.osrm"\n[cost]\nprofile = "car"\noptimization = "fastest"\n')
+    source = OsrmSource.from_config(read_source(path))
+    with pytest.raises(RuntimeError):
+        asyncio.run(source.connect())
+    assert source.state is SourceState.RED
+    assert "nowhere" in source.health()["reason"]
+
+
+def test_a_route_made_impossible_by_a_constraint_is_a_no_path_error(osrm_example: Path) -> None:
+    source = _source(osrm_example, "car-fastest")
+    # The end snaps to a road that only the motorway reaches within the extract.
+    points = ((7.38076, 43.74470), (7.44436, 43.75035))
+    assert asyncio.run(source.route(RouteRequest(points, Cost("car", "fastest")))).distance > 0
+    ban = (Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)
+    with pytest.raises(NoPathFound):
+        asyncio.run(source.route(RouteRequest(points, Cost("car", "fastest"), constraints=ban)))
