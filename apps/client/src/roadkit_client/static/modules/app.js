@@ -130,6 +130,7 @@ export async function startApp({ page = 'index' } = {}) {
       service,
       onLogin: () => {
         record('onLogin');
+        showError('error', null); // an error of an earlier attempt is stale now
         render();
       },
       onLogout: () => {
@@ -163,7 +164,6 @@ export async function startApp({ page = 'index' } = {}) {
     $('profile-username').textContent = user?.username ?? '';
     $('profile-email').textContent = user?.email ?? '';
     renderDocuments(signedIn ? service.documents : []);
-    if (signedIn) showError('error', null);
   }
 
   function renderDocuments(docs) {

@@ -1,0 +1,92 @@
+"""End-to-end fixtures: the development IAM, the backend and the static app on free ports,
+and Debian's Chromium driven by Playwright (never a downloaded browser).
+
+Environment:
+  ROADKIT_CHROMIUM   path of the Chromium binary (default /usr/bin/chromium)
+  ROADKIT_E2E_HEADED set to 1 to watch the browser (needs a display)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("roadkit_deviam.testing")
+client_testing = pytest.importorskip("roadkit_client.testing")
+
+CHROMIUM = os.environ.get("ROADKIT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: Default time Playwright waits for a page state, in ms.
+TIMEOUT_MS = 15_000
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
+        skip = pytest.mark.skip(reason=f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+        for item in items:
+            if "e2e" in item.nodeid:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session; each test gets its own context."""
+    with playwright_sync.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=CHROMIUM_ARGS,
+            headless=os.environ.get("ROADKIT_E2E_HEADED") != "1",
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture()
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser profile: empty storage and cookies."""
+    ctx = browser.new_context()
+    ctx.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+@pytest.fixture()
+def page(context: Any) -> Any:
+    page = context.new_page()
+    page.on("console", lambda msg: print(f"[console.{msg.type}] {msg.text}") if msg.type in ("error", "warning") else None)
+    page.on("pageerror", lambda exc: print(f"[pageerror] {exc}"))
+    return page
+
+
+# A route to a port nothing listens on: the routing service is "down" in these tests.
+_CLOSED_ROUTING = {"app": {"routing_url": f"http://127.0.0.1:{client_testing.free_port()}/simple/1.0.0"}}
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Any]:
+    """IAM (300 s access tokens) + backend + static app, shared by the tests of the session."""
+    with client_testing.run_stack(client_overrides=_CLOSED_ROUTING) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def short_stack() -> Iterator[Any]:
+    """A stack whose IAM issues 10-second access tokens (refresh timer tests)."""
+    with client_testing.run_stack({"lifetimes": {"access_token": 10}}, _CLOSED_ROUTING) as s:
+        yield s
