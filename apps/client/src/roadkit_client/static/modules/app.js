@@ -118,7 +118,9 @@ export async function startApp({ page = 'index' } = {}) {
   layout($('app'));
   let auth;
   try {
-    const pageMode = new URL(location.href).searchParams.get('mode');
+    const query = new URL(location.href).searchParams;
+    // `?success=` on the index page is the portal's logout return: remote mode.
+    const pageMode = query.get('mode') ?? (query.has('success') && !query.has('code') ? 'remote' : null);
     const wanted = page === 'login' ? 'remote' : pageMode;
     const raw = await loadSettings(wanted ? `/settings.json?mode=${encodeURIComponent(wanted)}` : '/settings.json');
     const mode = page === 'login' ? 'remote' : raw.mode;
