@@ -8,6 +8,7 @@ HTTP Basic authentication; the secret never leaves the server.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import logging
@@ -15,6 +16,7 @@ import secrets
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -51,15 +53,17 @@ class PortalClient:
         self.http = http
 
     @property
-    def _auth(self) -> aiohttp.BasicAuth:
-        return aiohttp.BasicAuth(self.config.portal.client_id, self.config.portal.secret())
+    def _authorization(self) -> str:
+        # RFC 6749 §2.3.1: form-urlencode both parts, then HTTP Basic.
+        raw = f"{quote(self.config.portal.client_id, safe='')}:{quote(self.config.portal.secret(), safe='')}"
+        return "Basic " + base64.b64encode(raw.encode("utf-8")).decode("ascii")
 
     async def _post(self, endpoint: str, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
         url = await self.provider.endpoint(endpoint)
         timeout = aiohttp.ClientTimeout(total=self.config.iam.timeout)
         try:
-            async with self.http.post(url, data=form, auth=self._auth, timeout=timeout,
-                                      headers={"Accept": "application/json"}) as response:
+            headers = {"Accept": "application/json", "Authorization": self._authorization}
+            async with self.http.post(url, data=form, timeout=timeout, headers=headers) as response:
                 text = await response.text()
                 status = response.status
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import threading
 import time
@@ -38,9 +39,17 @@ def hypercorn_config(sock: socket.socket, *, access_log: bool = False) -> Config
 
 
 async def serve_all(apps: Sequence[tuple[Any, Config]], stop: asyncio.Event | None = None) -> None:
-    """Serve every (app, config) pair on the running loop until ``stop`` is set (or forever)."""
-    trigger = stop.wait if stop is not None else None
-    await asyncio.gather(*(serve(app, config, shutdown_trigger=trigger) for app, config in apps))  # type: ignore[arg-type]
+    """Serve every (app, config) pair on the running loop until ``stop`` is set (or SIGINT/SIGTERM).
+
+    One shared event stops every server: hypercorn's own signal handling would only stop the
+    last server started, since a loop has one handler per signal.
+    """
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    await asyncio.gather(*(serve(app, config, shutdown_trigger=stop.wait) for app, config in apps))  # type: ignore[arg-type]
 
 
 def wait_until_up(url: str, timeout: float = 15.0) -> None:
