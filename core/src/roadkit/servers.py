@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 from collections.abc import Sequence
 
@@ -46,9 +47,28 @@ class Server:
         self._shutdown = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
+    def _bind(self) -> None:
+        """Bind every listener now, so that a port in use is an immediate OSError naming it."""
+        plain: list[str] = []
+        secure: list[str] = []
+        for listener in self.listeners:
+            family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((listener.host, listener.port))
+            except OSError as exc:
+                sock.close()
+                raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
+            # hypercorn takes the socket over (and closes it when it stops).
+            (secure if listener.https else plain).append(f"fd://{sock.detach()}")
+        self.config.bind = secure or plain
+        self.config.insecure_bind = plain if secure else []
+
     async def start(self, timeout: float = 120.0) -> None:
-        """Serve in the background; raise if the server stops (e.g. a port in use) before it is bound."""
+        """Bind, serve in the background, and return once every listener accepts connections."""
         self._shutdown.clear()
+        self._bind()
         self.task = asyncio.create_task(serve(self.app, self.config, shutdown_trigger=self._shutdown.wait))  # type: ignore[arg-type]
         deadline = asyncio.get_running_loop().time() + timeout
         for listener in self.listeners:

@@ -1,0 +1,120 @@
+"""The administrator: admin API up before the service is ready, health, services, projections."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from openapi_spec_validator import validate
+
+from roadkit import __version__
+from roadkit.administrator import Administrator
+from roadkit.config import load_server
+from roadkit.plugins import Plugins
+from tests.core.conftest import StraightLineSource, free_port, make_service, write
+
+
+def server_file(tmp_path: Path, admin_port: int, service_port: int) -> Path:
+    make_service(tmp_path, port=service_port)
+    write(tmp_path / "cors.toml", 'origins = ["https://app.example"]\n')
+    return write(tmp_path / "server.toml", f"""
+[administrator]
+cors = "cors.toml"
+[administrator.listener]
+port = {admin_port}
+[[services]]
+id = "main"
+configuration = "service.toml"
+mode = "same-process"
+""")
+
+
+async def _wait_green(client: httpx.AsyncClient, url: str) -> httpx.Response:
+    for _ in range(200):
+        response = await client.get(url)
+        if response.status_code == 200:
+            return response
+        await asyncio.sleep(0.02)
+    raise AssertionError(response.text)
+
+
+async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    admin = Administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
+    StraightLineSource.gate = asyncio.Event()
+    starting = asyncio.create_task(admin.start())
+    base = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
+    try:
+        async with httpx.AsyncClient(timeout=5) as client:
+            for _ in range(200):  # the admin listener comes up while the source is still connecting
+                try:
+                    response = await client.get(f"{base}/health")
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.02)
+            assert response.status_code == 503
+            body = response.json()
+            assert body["state"] == "red"
+            assert body["services"][0]["state"] == "init"
+            assert (await client.get(f"{base}/version")).json() == {"version": __version__}
+            with pytest.raises(httpx.ConnectError):
+                await client.get(f"http://127.0.0.1:{service_port}/")
+            StraightLineSource.gate.set()
+            green = (await _wait_green(client, f"{base}/health")).json()
+            assert green == {
+                "state": "green",
+                "administrator": {"state": "green"},
+                "services": [{"id": "main", "state": "green", "lifecycle": "ready", "sources": [{"id": "a", "type": "straightline", "state": "green"}]}],
+            }
+            await starting
+            route = await client.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"}, headers={"origin": "https://app.example"})
+            assert route.status_code == 200
+            assert route.headers["access-control-allow-origin"] == "https://app.example"
+            projection = (await client.get(f"{base}/services/main/projections/EPSG:4326")).json()
+            assert projection == {"id": "EPSG:4326", "parameters": "+proj=longlat +datum=WGS84 +no_defs"}
+            missing = await client.get(f"{base}/services/main/projections/EPSG:9999")
+            assert missing.status_code == 404 and missing.json()["error"]["message"] == "Can't find projection EPSG:9999"
+            services = (await client.get(f"{base}/services")).json()
+            assert services[0]["id"] == "main" and services[0]["configuration"]["application"]["name"] == "test"
+            assert (await client.get(f"{base}/services/nope")).status_code == 404
+            assert (await client.get(f"{base}/configuration")).json()["services"][0]["id"] == "main"
+            assert (await client.post(f"{base}/version")).status_code == 405
+            assert (await client.get(f"{base}/nothing")).json()["error"]["errorType"] == "not_found"
+            document = (await client.get(f"{base}/openapi.json")).json()
+            validate(document)
+            assert {"/health", "/version", "/services", "/services/{service}/projections/{projection}"} <= set(document["paths"])
+            assert "openapi.json" in (await client.get(f"{base}/openapi")).text
+    finally:
+        StraightLineSource.gate.set()
+        await admin.stop()
+
+
+async def test_a_service_that_fails_to_start_is_red_with_its_reason(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    path = server_file(tmp_path, admin_port, service_port)
+    write(tmp_path / "resources" / "lines.resource", 'id = "lines"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n')
+    admin = Administrator(load_server(path), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient() as client:
+            response = await client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+        assert response.status_code == 503
+        service = response.json()["services"][0]
+        assert service["state"] == "red" and "operations.route.profile.values" in service["reason"]
+    finally:
+        await admin.stop()
+
+
+async def test_the_admin_port_in_use_is_a_clear_error(tmp_path: Path, plugins: Plugins) -> None:
+    blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = blocker.sockets[0].getsockname()[1]
+    try:
+        admin = Administrator(load_server(server_file(tmp_path, port, free_port())), plugins)
+        admin.config.administrator.listener  # noqa: B018
+        with pytest.raises(OSError):
+            await admin.start()
+        await admin.stop()
+    finally:
+        blocker.close()

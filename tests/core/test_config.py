@@ -1,0 +1,137 @@
+"""Configuration files: errors name the file, the key and what was expected, all at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roadkit.config import load_server, load_service
+from roadkit.config.loader import load_cors, read_resource, read_source, read_sources
+from roadkit.errors import ConfigurationError
+from roadkit.plugins import Plugins
+from roadkit.service import Service
+from tests.core.conftest import SOURCE, make_service, run, write
+
+
+def problems_of(fn: object, *args: object) -> list[str]:
+    with pytest.raises(ConfigurationError) as info:
+        fn(*args)  # type: ignore[operator]
+    return info.value.problems
+
+
+def test_server_file_errors_are_listed_together(tmp_path: Path) -> None:
+    path = write(tmp_path / "server.toml", """
+[administrator]
+cors = "missing.toml"
+[administrator.listener]
+port = "8079"
+[[services]]
+id = "main"
+configuration = "service.toml"
+mode = "elsewhere"
+""")
+    problems = problems_of(load_server, path)
+    assert f"{path}: administrator.listener.port: expected an integer, got '8079'" in problems
+    assert any(p.startswith(f"{path}: services[0].mode") for p in problems)
+
+
+def test_a_service_file_names_missing_keys_and_folders(tmp_path: Path) -> None:
+    path = write(tmp_path / "service.toml", """
+[application]
+name = "x"
+title = 3
+[folders]
+sources = ["nowhere"]
+""")
+    problems = problems_of(load_service, path)
+    assert f"{path}: application.title: expected a string, got 3" in problems
+    assert f"{path}: application.description: required key is missing" in problems
+
+
+def test_unknown_keys_are_reported(tmp_path: Path) -> None:
+    path = write(tmp_path / "service.toml", '[application]\nname="a"\ntitle="b"\ndescription="c"\nlanguages="fr"\n')
+    assert any("unknown key(s) languages" in p for p in problems_of(load_service, path))
+
+
+def test_source_files_are_read_in_toml_and_road2_json(tmp_path: Path) -> None:
+    write(tmp_path / "a.source", SOURCE.format(id="a"))
+    write(tmp_path / "b.source", '{"id": "b", "type": "straightline", "bbox": "-1.5,-2,3,4", "profiles": ["car"]}')
+    write(tmp_path / "c.source.bak", SOURCE.format(id="c"))
+    write(tmp_path / "notes.txt", "not a source")
+    sources, problems = read_sources([tmp_path])
+    assert problems == []
+    assert [s.id for s in sources] == ["a", "b"]
+    assert sources[1].bbox == (-1.5, -2.0, 3.0, 4.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('type = "osrm"', "id: required key is missing"),
+        ('id = "x"\ntype = "osrm"\nbbox = "1,2,3"', "bbox: expected 'xmin,ymin,xmax,ymax'"),
+        ('id = "x"\ntype = "osrm"\nbbox = "3,2,1,4"', "bbox: expected xmin < xmax"),
+        ('id = "x"\ntype = "osrm"\ntimeout = -1', "timeout: expected a positive number"),
+        ('id = "x"\ntype = [', "invalid TOML"),
+        ('{"id": "x",', "invalid JSON"),
+    ],
+)
+def test_source_file_errors(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path / "x.source", text)
+    (problem,) = problems_of(read_source, path)
+    assert problem.startswith(f"{path}: ") and expected in problem
+
+
+def test_duplicate_source_ids_are_reported(tmp_path: Path) -> None:
+    write(tmp_path / "a.source", SOURCE.format(id="same"))
+    write(tmp_path / "b.source", SOURCE.format(id="same"))
+    _, problems = read_sources([tmp_path])
+    assert len(problems) == 1 and "already defined" in problems[0]
+
+
+def test_kind_specific_options_are_checked_with_the_file_name(tmp_path: Path, plugins: Plugins) -> None:
+    service = make_service(tmp_path, sources={"a": 'id = "a"\ntype = "straightline"\nprofiles = "car"\nspeed = 3\n'})
+    problems = problems_of(Service(load_service(service), plugins).load)
+    source = tmp_path / "sources" / "a.source"
+    assert any(p.startswith(f"{source}: ") and "speed" in p for p in problems)
+
+
+def test_road2_resource_json_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.resource", """{"resource": {"id": "r", "type": "osrm", "description": "d", "resourceVersion": "2022-11-24",
+      "sources": ["s"], "availableOperations": [{"id": "route", "parameters": [
+        {"id": "start", "values": {"bbox": "1,2,3,4", "projection": "EPSG:4326"}},
+        {"id": "profile", "values": ["car"], "defaultValueContent": "car"},
+        {"id": "bbox", "defaultValueContent": "true"},
+        {"id": "projection", "values": ["EPSG:4326"], "defaultValueContent": "EPSG:4326"}]}]}}""")
+    resource = read_resource(path)
+    assert resource.version == "2022-11-24"
+    route = resource.operations["route"]
+    assert route["start"] == {"bbox": "1,2,3,4", "projection": "EPSG:4326"}
+    assert route["getBbox"] == {"default": "true"} and route["crs"]["default"] == "EPSG:4326"
+
+
+def test_resource_parameter_errors_name_file_and_key(tmp_path: Path, plugins: Plugins) -> None:
+    service = make_service(tmp_path)
+    write(tmp_path / "resources" / "lines.resource", """
+id = "lines"
+type = "straightline"
+sources = ["a"]
+[operations.route]
+start = { bbox = "10,0,0,10" }
+profile = { values = ["car"], default = "bike" }
+nbPoints = { default = 1 }
+[operations.nowhere]
+""")
+    service_obj = Service(load_service(service), plugins)
+    problems = problems_of(run, service_obj.start())
+    path = tmp_path / "resources" / "lines.resource"
+    assert f"{path}: operations.route.start.bbox: expected xmin < xmax and ymin < ymax, got '10,0,0,10'" in problems
+    assert f"{path}: operations.route.profile.default: expected one of ['car'], got 'bike'" in problems
+    assert any(p.startswith(f"{path}: operations.route.nbPoints: unknown parameter") for p in problems)
+    assert any(p.startswith(f"{path}: operations.nowhere: unknown operation") for p in problems)
+
+
+def test_cors_file_accepts_road2_options_and_rejects_unknown_ones(tmp_path: Path) -> None:
+    assert load_cors(write(tmp_path / "cors.json", '{"origin": "*", "methods": "GET,POST"}'))["allow_methods"] == ["GET", "POST"]
+    problems = problems_of(load_cors, write(tmp_path / "bad.toml", 'origins = 3\nwhatever = true\n'))
+    assert len(problems) == 2
