@@ -17,7 +17,7 @@ import httpx
 import pytest
 from roadkit_deviam import create_app
 from roadkit_deviam.serving import ServerThread, bound_socket
-from roadkit_deviam.testing import test_config
+from roadkit_deviam.testing import iam_test_config
 
 APP_URL = "http://app.test:8182"
 PORTAL_URL = "http://backend.test:8181"
@@ -45,7 +45,7 @@ def start_iam(overrides: dict[str, Any] | None = None, *, app_url: str = APP_URL
     """Start an IAM in a thread (call ``stop()`` on the returned server)."""
     sock = bound_socket()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app = create_app(test_config(overrides, public_url=url, app_url=app_url, portal_url=portal_url))
+    app = create_app(iam_test_config(overrides, public_url=url, app_url=app_url, portal_url=portal_url))
     server = ServerThread([(app, sock)])
     server.start(f"{url}/realms/roadkit/.well-known/openid-configuration")
     return RunningIam(app, url), server

@@ -8,7 +8,15 @@ import json
 import httpx
 from conftest import APP_URL, RunningIam
 from oidc_flow import (
-    APP_CLIENT, authorize, exchange, location_params, login_for_code, oidc_url, pkce_pair, submit_login, tokens_for,
+    APP_CLIENT,
+    authorize,
+    exchange,
+    location_params,
+    login_for_code,
+    oidc_url,
+    pkce_pair,
+    submit_login,
+    tokens_for,
 )
 
 REDIRECT = f"{APP_URL}/"

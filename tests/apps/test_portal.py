@@ -29,7 +29,7 @@ def portal_login(stack: Stack, http: httpx.Client, username: str = "demo") -> ht
 def test_portal_login_success_sets_session_cookie(stack: Stack, http: httpx.Client) -> None:
     done = portal_login(stack, http)
     assert done.status_code == 302 and done.headers["location"] == f"{stack.app_url}/login?success=1"
-    cookie = [c for c in done.headers.get_list("set-cookie") if c.startswith("roadkit_session=")][0].lower()
+    cookie = next(c for c in done.headers.get_list("set-cookie") if c.startswith("roadkit_session=")).lower()
     assert "httponly" in cookie and "samesite=lax" in cookie and "path=/" in cookie
     me = http.get(f"{stack.backend_url}/me")
     assert me.status_code == 200 and me.json()["username"] == "demo"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -47,8 +48,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     log.info("backend API on %s, browser app on %s (IAM %s, mode %s)",
              config.backend.public_url, config.app.public_url, config.iam.issuer, config.mode)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_all(apps))
-    except KeyboardInterrupt:
-        pass
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 API_SECURITY_HEADERS = {

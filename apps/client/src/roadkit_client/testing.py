@@ -135,6 +135,8 @@ def run_stack(
     backend_sock, app_sock = bound_socket(), bound_socket()
     backend_url = "http://{}:{}".format(*backend_sock.getsockname()[:2])
     app_url = "http://{}:{}".format(*app_sock.getsockname()[:2])
-    with run_iam(iam_overrides, app_url=app_url, portal_url=backend_url) as iam_url:
-        with _serve_client(iam_url, backend_sock, app_sock, client_overrides, now) as config:
-            yield Stack(iam_url=iam_url, backend_url=backend_url, app_url=app_url, config=config)
+    with (
+        run_iam(iam_overrides, app_url=app_url, portal_url=backend_url) as iam_url,
+        _serve_client(iam_url, backend_sock, app_sock, client_overrides, now) as config,
+    ):
+        yield Stack(iam_url=iam_url, backend_url=backend_url, app_url=app_url, config=config)

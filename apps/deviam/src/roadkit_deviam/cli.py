@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -52,8 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.warning("development IAM -- for development and tests only; production uses Keycloak")
     log.info("issuer %s (listening on %s:%s, testing controls %s)", config.issuer, args.host, args.port,
              "ON" if config.testing else "off")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_all([(create_app(config), hypercorn_config(sock, access_log=True))]))
-    except KeyboardInterrupt:
-        pass
     return 0

@@ -23,7 +23,7 @@ def _post_logout_allowed(client: Client, uri: str) -> bool:
         if allowed == "+":
             if redirect_uri_allowed(client, uri):
                 return True
-        elif allowed.endswith("*") and uri.startswith(allowed[:-1]) or uri == allowed:
+        elif (allowed.endswith("*") and uri.startswith(allowed[:-1])) or uri == allowed:
             return True
     return False
 

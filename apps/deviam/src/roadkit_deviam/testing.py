@@ -35,7 +35,7 @@ DEMO_USER = ("demo", "demo-password")
 SECOND_USER = ("alice", "alice-password")
 
 
-def test_config(
+def iam_test_config(
     config_overrides: Mapping[str, Any] | None = None,
     *,
     public_url: str = "http://127.0.0.1:8180",
@@ -77,11 +77,11 @@ def run_iam(
 ) -> Iterator[str]:
     """Run the IAM on ``host:port`` (0 = free port) in a thread; yields its base URL (no trailing slash).
 
-    See :func:`test_config` for ``config_overrides``, ``app_url`` and ``portal_url``.
+    See :func:`iam_test_config` for ``config_overrides``, ``app_url`` and ``portal_url``.
     """
     sock = bound_socket(host, port)
     base_url = f"http://{host}:{sock.getsockname()[1]}"
-    config = test_config(config_overrides, public_url=base_url, app_url=app_url, portal_url=portal_url)
+    config = iam_test_config(config_overrides, public_url=base_url, app_url=app_url, portal_url=portal_url)
     server = ServerThread([(create_app(config), sock)])
     server.start(f"{base_url}/realms/{config.realm}/.well-known/openid-configuration")
     try:
