@@ -69,6 +69,7 @@ def test_route_equals_a_direct_osrm_call(osrm_example: Path, osrm_datasets: dict
         assert portion.distance == pytest.approx(leg["distance"])
         assert [s.instruction["type"] for s in portion.steps] == [s["maneuver"]["type"] for s in leg["steps"]]
         assert [s.attributes["name"] for s in portion.steps] == [s["name"] for s in leg["steps"]]
+        assert [s.geometry for s in portion.steps] == [[tuple(c) for c in s["geometry"]["coordinates"]] for s in leg["steps"]]
     assert result.start == tuple(direct["waypoints"][0]["location"])
     assert result.end == tuple(direct["waypoints"][-1]["location"])
 
