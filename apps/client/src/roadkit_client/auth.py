@@ -86,10 +86,10 @@ class Authenticator:
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie and self.sessions is not None and self.config.backend.remote_mode:
             try:
-                token = await self.sessions.access_token(cookie)
+                session_token = await self.sessions.access_token(cookie)
             except IamUnavailable:
                 raise ApiError(503, "iam_unavailable", "The identity provider cannot be reached") from None
-            if token is None:
+            if session_token is None:
                 raise self._unauthorized("Session expired or ended", "invalid_token")
-            return await self._validate(token)
+            return await self._validate(session_token)
         raise self._unauthorized("Authentication required")

@@ -76,7 +76,7 @@ def create_backend_app(
         ]
     middleware = [
         Middleware(
-            CORSMiddleware,  # type: ignore[arg-type]
+            CORSMiddleware,
             allow_origins=list(config.backend.cors_origins),
             allow_credentials=True,
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
@@ -84,9 +84,9 @@ def create_backend_app(
             expose_headers=["Content-Range", "WWW-Authenticate"],
             max_age=600,
         ),
-        Middleware(SecurityHeaders, headers=API_SECURITY_HEADERS,  # type: ignore[arg-type]
+        Middleware(SecurityHeaders, headers=API_SECURITY_HEADERS,
                    hsts=config.backend.public_url.startswith("https://")),
-        Middleware(BodyLimit, max_bytes=config.backend.max_body_bytes),  # type: ignore[arg-type]
+        Middleware(BodyLimit, max_bytes=config.backend.max_body_bytes),
     ]
     app = Starlette(
         routes=routes,

@@ -95,7 +95,7 @@ async def _complete(request: Request, pending: LoginRequest, app: PortalApp) -> 
         log.info("portal callback: state mismatch")
         return None
     if params.get("error"):
-        log.info("portal callback: the IAM answered error=%s", params.get("error")[:64])
+        log.info("portal callback: the IAM answered error=%s", str(params.get("error"))[:64])
         return None
     if params.get("iss") is not None and params.get("iss") != provider.issuer:
         log.info("portal callback: unexpected iss parameter")

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .config import ClientConfig
@@ -93,7 +93,7 @@ def create_static_app(config: ClientConfig, *, directory: Path | None = None) ->
                                                "message": "mode: expected 'local' or 'remote'"}}, 400)
         return JSONResponse(public_settings(config, mode), headers={"Cache-Control": "no-store"})
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/settings.json", settings),
         Route("/", page("index.html")),
         Route("/login", page("login.html")),
@@ -108,4 +108,4 @@ def create_static_app(config: ClientConfig, *, directory: Path | None = None) ->
         "Content-Security-Policy": content_security_policy(config, folder),
     }
     hsts = config.app.public_url.startswith("https://")
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, headers=headers, hsts=hsts)])  # type: ignore[arg-type]
+    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, headers=headers, hsts=hsts)])

@@ -146,7 +146,7 @@ def _finish(config: IamConfig) -> IamConfig:
 
 
 def _describe(exc: BaseException, prefix: str) -> list[str]:
-    return [f"{prefix}: {message}" for message in cattrs.transform_error(exc)]  # type: ignore[arg-type]
+    return [f"{prefix}: {message}" for message in cattrs.transform_error(exc)]
 
 
 def config_from_mapping(data: Mapping[str, Any], *, source: str = "<mapping>", base_dir: Path | None = None) -> IamConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from joserfc import jwk, jwt
 from joserfc.errors import JoseError
@@ -13,7 +13,7 @@ ALGORITHM = "RS256"
 
 
 def _new_key(kid: str | None = None) -> jwk.RSAKey:
-    parameters = {"kid": kid or secrets.token_urlsafe(12), "use": "sig", "alg": ALGORITHM}
+    parameters: Any = {"kid": kid or secrets.token_urlsafe(12), "use": "sig", "alg": ALGORITHM}
     return jwk.RSAKey.generate_key(2048, parameters=parameters, private=True)
 
 
@@ -46,8 +46,8 @@ class KeyRing:
 
     def jwks(self) -> dict[str, Any]:
         """Public JWKS document (``certs`` endpoint)."""
-        keys = [self._current, *self._previous]
-        return jwk.KeySet(keys).as_dict(private=False)
+        keys: list[Any] = [self._current, *self._previous]
+        return cast(dict[str, Any], jwk.KeySet(keys).as_dict(private=False))
 
     def sign(self, claims: dict[str, Any], *, typ: str = "JWT") -> str:
         """Sign ``claims`` as a compact RS256 JWT with the current ``kid``."""

@@ -49,7 +49,7 @@ async def serve_all(apps: Sequence[tuple[Any, Config]], stop: asyncio.Event | No
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    await asyncio.gather(*(serve(app, config, shutdown_trigger=stop.wait) for app, config in apps))  # type: ignore[arg-type]
+    await asyncio.gather(*(serve(app, config, shutdown_trigger=stop.wait) for app, config in apps))
 
 
 def wait_until_up(url: str, timeout: float = 15.0) -> None:

@@ -91,7 +91,7 @@ class PostgresStorage:
 
     async def delete_document(self, owner: str, document_id: str) -> bool:
         """Delete when it is the owner's."""
-        status = await self.pool.execute("DELETE FROM documents WHERE owner = $1 AND id = $2", owner, document_id)
+        status: str = await self.pool.execute("DELETE FROM documents WHERE owner = $1 AND id = $2", owner, document_id)
         return status != "DELETE 0"
 
     async def save_session(self, record: SessionRecord) -> None:
