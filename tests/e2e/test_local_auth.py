@@ -6,6 +6,8 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from roadkit_deviam.testing import PORTAL_CLIENT_SECRET as PORTAL_SECRET
+
 from .helpers import (
     end_iam_sessions,
     event_names,
@@ -65,6 +67,12 @@ def test_local_login_through_the_iam_form_stores_the_token_record(page: Any, sta
     page.wait_for_selector("#profile:not([hidden])")
     assert page.text_content("#profile-name") == "Demo User"
     assert page.text_content("#profile-email") == "demo@example.org"
+    # Nothing came from the internet, and no secret travelled to or from the browser.
+    assert {urlsplit(r.url).hostname for r in requests} == {"127.0.0.1"}
+    settings = page.evaluate("async () => (await fetch('/settings.json')).json()")
+    assert "IamClientSecret" not in settings
+    assert not any(PORTAL_SECRET in (r.url + (r.post_data or "")) for r in requests)
+    assert PORTAL_SECRET not in page.evaluate("() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage)")
 
 
 def test_wrong_password_stays_on_the_iam_form(page: Any, stack: Any) -> None:
