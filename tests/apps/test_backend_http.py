@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from conftest import Stack
+
+from .apps_support import Stack
 
 
 def test_cors_preflight_allows_authorization_from_app_origin(stack: Stack) -> None:
@@ -63,7 +64,7 @@ def test_settings_json_is_public_and_never_has_the_secret(stack: Stack) -> None:
 
 
 def test_mode_override_is_ignored_unless_allowed() -> None:
-    from conftest import running_stack
+    from .apps_support import running_stack
 
     with running_stack({"allow_mode_override": False}) as stack:
         assert httpx.get(f"{stack.app_url}/settings.json", params={"mode": "remote"}).json()["mode"] == "local"

@@ -7,9 +7,10 @@ import uuid
 
 import httpx
 import pytest
-from conftest import Stack, running_stack
 from joserfc import jwk, jwt
-from oidc_flow import tokens_for
+
+from .apps_support import Stack, running_stack
+from .oidc_flow import tokens_for
 
 
 def _login(stack: Stack, http: httpx.Client, username: str = "demo") -> dict:

@@ -6,8 +6,9 @@ import base64
 import json
 
 import httpx
-from conftest import APP_URL, RunningIam
-from oidc_flow import (
+
+from .apps_support import APP_URL, RunningIam
+from .oidc_flow import (
     APP_CLIENT,
     authorize,
     exchange,
@@ -188,7 +189,7 @@ def test_token_endpoint_cors_only_for_web_origins(iam: RunningIam, http: httpx.C
 
 
 def test_testing_controls_are_404_unless_enabled() -> None:
-    from conftest import start_iam
+    from .apps_support import start_iam
 
     running, server = start_iam({"testing": False})
     try:

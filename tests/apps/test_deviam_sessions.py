@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import httpx
-from conftest import APP_URL, PORTAL_URL, RunningIam
-from oidc_flow import authorize, location_params, oidc_url, refresh, tokens_for
+
+from .apps_support import APP_URL, PORTAL_URL, RunningIam
+from .oidc_flow import authorize, location_params, oidc_url, refresh, tokens_for
 
 REDIRECT = f"{APP_URL}/"
 
@@ -119,7 +120,7 @@ def test_logout_redirect_needs_client_id_or_hint(iam: RunningIam, http: httpx.Cl
 
 
 def test_backchannel_logout_with_refresh_token(iam: RunningIam, http: httpx.Client) -> None:
-    from oidc_flow import login_for_code
+    from .oidc_flow import login_for_code
 
     callback = f"{PORTAL_URL}/login/callback"
     params, verifier = login_for_code(http, iam.url, callback, client_id="roadkit-portal")

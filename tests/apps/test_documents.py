@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import Stack, running_stack
-from oidc_flow import tokens_for
+
+from .apps_support import Stack, running_stack
+from .oidc_flow import tokens_for
 
 ROUTE = {"type": "Feature", "properties": {"distance": 1234.5},
          "geometry": {"type": "LineString", "coordinates": [[7.41, 43.73], [7.42, 43.74]]}}

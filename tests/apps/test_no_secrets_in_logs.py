@@ -7,9 +7,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from conftest import Stack
-from oidc_flow import exchange, login_for_code, refresh, submit_login
 from roadkit_client.serving import ACCESS_LOG_FORMAT
+
+from .apps_support import Stack
+from .oidc_flow import exchange, login_for_code, refresh, submit_login
 
 
 def test_access_log_format_has_no_query_string() -> None:

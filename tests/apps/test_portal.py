@@ -5,8 +5,9 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from conftest import Stack
-from oidc_flow import submit_login
+
+from .apps_support import Stack
+from .oidc_flow import submit_login
 
 
 def portal_login(stack: Stack, http: httpx.Client, username: str = "demo") -> httpx.Response:

@@ -1,0 +1,180 @@
+"""Shared helpers and fixtures of the apps tests (IAM, backend, static app, private PostgreSQL)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from roadkit_deviam import create_app
+from roadkit_deviam.serving import ServerThread, bound_socket
+from roadkit_deviam.testing import iam_test_config
+
+APP_URL = "http://app.test:8182"
+PORTAL_URL = "http://backend.test:8181"
+
+
+class RunningIam:
+    """An IAM served on a free port, with the in-process app kept for forging tokens."""
+
+    def __init__(self, app: Any, url: str) -> None:
+        self.app = app
+        self.url = url
+
+    @property
+    def iam(self) -> Any:
+        """The IAM's shared objects (keys, clock, state)."""
+        return self.app.state.iam
+
+    @property
+    def issuer(self) -> str:
+        """The realm's issuer."""
+        return f"{self.url}/realms/roadkit"
+
+
+def start_iam(overrides: dict[str, Any] | None = None, *, app_url: str = APP_URL, portal_url: str = PORTAL_URL) -> tuple[RunningIam, ServerThread]:
+    """Start an IAM in a thread (call ``stop()`` on the returned server)."""
+    sock = bound_socket()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app = create_app(iam_test_config(overrides, public_url=url, app_url=app_url, portal_url=portal_url))
+    server = ServerThread([(app, sock)])
+    server.start(f"{url}/realms/roadkit/.well-known/openid-configuration")
+    return RunningIam(app, url), server
+
+
+@pytest.fixture
+def iam() -> Iterator[RunningIam]:
+    """A fresh development IAM with testing controls (clients registered for APP_URL / PORTAL_URL)."""
+    running, server = start_iam()
+    try:
+        yield running
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    """A cookie-keeping HTTP client that does not follow redirects (a browser, step by step)."""
+    with httpx.Client(follow_redirects=False, timeout=20) as client:
+        yield client
+
+
+def _pg_bindir() -> Path:
+    try:
+        out = subprocess.run(["pg_config", "--bindir"], check=True, capture_output=True, text=True).stdout.strip()
+        if (Path(out) / "initdb").exists():
+            return Path(out)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return Path("/usr/lib/postgresql/15/bin")
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    # initdb refuses to run as root: drop to the postgres user when we are root.
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A private PostgreSQL cluster (initdb in a temporary folder, a free port); yields a DSN."""
+    bindir = _pg_bindir()
+    tmp = Path(tempfile.mkdtemp(prefix="roadkit-pg-"))
+    data = tmp / "data"
+    if os.geteuid() == 0:
+        shutil.chown(tmp, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                                 "-E", "UTF8", "--no-sync"]), check=True, capture_output=True)
+    subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "pg.log"), "-w", "-t", "60",
+                                 "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off", "start"]),
+                   check=True, capture_output=True)
+    try:
+        subprocess.run(_as_postgres([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+                                     "roadkit"]), check=True, capture_output=True)
+        yield f"postgresql://postgres@127.0.0.1:{port}/roadkit"
+    finally:
+        subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                       capture_output=True)
+        time.sleep(0.1)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class FakeClock:
+    """Wall time plus an offset the test moves (the backend's ``now``)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+class Stack:
+    """A running IAM (with its in-process app), backend and static app, and the backend's clock."""
+
+    def __init__(self, iam: RunningIam, backend_url: str, app_url: str, clock: FakeClock) -> None:
+        self.iam = iam
+        self.backend_url = backend_url
+        self.app_url = app_url
+        self.clock = clock
+
+    def advance(self, seconds: float) -> None:
+        """Move the IAM's and the backend's clocks forward together."""
+        httpx.post(f"{self.iam.url}/_testing/clock", json={"advance": seconds}).raise_for_status()
+        self.clock.offset += seconds
+
+
+@contextlib.contextmanager
+def running_stack(client_overrides: dict[str, Any] | None = None, iam_overrides: dict[str, Any] | None = None) -> Iterator[Stack]:
+    """IAM + backend + static app on free ports, wired to each other."""
+    from roadkit_client.testing import free_port, run_client
+
+    backend_port, app_port = free_port(), free_port()
+    backend_url, app_url = f"http://127.0.0.1:{backend_port}", f"http://127.0.0.1:{app_port}"
+    running, server = start_iam(iam_overrides, app_url=app_url, portal_url=backend_url)
+    clock = FakeClock()
+    try:
+        with run_client(running.url, client_overrides, backend_port=backend_port, app_port=app_port, now=clock) as urls:
+            assert urls == (backend_url, app_url)
+            yield Stack(running, backend_url, app_url, clock)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def stack() -> Iterator[Stack]:
+    """IAM + backend (SQLite) + static app."""
+    with running_stack() as running:
+        yield running
+
+
+@pytest.fixture
+def fresh_pg_dsn(postgres_dsn: str) -> str:
+    """A new empty database in the private cluster, for one test."""
+    import asyncio
+    import uuid
+
+    import asyncpg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(postgres_dsn)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    return postgres_dsn.rsplit("/", 1)[0] + f"/{name}"
