@@ -17,6 +17,7 @@ import pytest
 
 try:
     from playwright import sync_api as playwright_sync
+
     from roadkit_client import testing as client_testing
     from roadkit_deviam import testing as _deviam_testing  # noqa: F401  (run_stack needs it)
 except ImportError as exc:  # pragma: no cover - only without the test dependencies
@@ -43,6 +44,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "e2e" in item.nodeid:
+            item.add_marker(pytest.mark.slow)  # each test drives a browser against real servers
     if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
         skip = pytest.mark.skip(reason=f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
         for item in items:

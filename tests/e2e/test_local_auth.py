@@ -135,8 +135,7 @@ def test_a_refused_refresh_ends_the_session_cleanly(page: Any, stack: Any) -> No
     end_iam_sessions(stack)
     expire_stored_token(page)
     result = page.evaluate(
-        "async () => { try { await window.__roadkit.service.refresh(); return 'refreshed'; }"
-        " catch (e) { return e.code; } }"
+        "async () => { try { await window.__roadkit.service.refresh(); return 'refreshed'; } catch (e) { return e.code; } }"
     )
     assert result == "session_ended"
     assert not is_authenticated(page)

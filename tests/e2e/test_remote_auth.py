@@ -78,7 +78,5 @@ def test_remote_logout_ends_the_portal_session_and_reaches_other_tabs(context: A
     second.wait_for_function("() => window.__roadkit.auth.isAuthenticated === false")
     assert second.text_content("#status") == "Not signed in"
     # The portal session is gone.
-    status = first.evaluate(
-        "async (url) => (await fetch(url + '/me', {credentials: 'include'})).status", stack.backend_url
-    )
+    status = first.evaluate("async (url) => (await fetch(url + '/me', {credentials: 'include'})).status", stack.backend_url)
     assert status == 401
