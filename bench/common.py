@@ -46,7 +46,7 @@ def wait_http(url: str, timeout: float = 60.0, ok: tuple[int, ...] = (200,)) -> 
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status in ok:
                     return
-        except Exception:  # noqa: BLE001 - not up yet
+        except Exception:
             time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer in {timeout} s")
 

@@ -86,10 +86,7 @@ def create_app(
 
     Embedding apps call ``create_app(load_service(path), Plugins.create())`` and mount the result.
     """
-    if isinstance(config, Service):
-        service = config
-    else:
-        service = Service(config, plugins or Plugins.create(), id=service_id)
+    service = config if isinstance(config, Service) else Service(config, plugins or Plugins.create(), id=service_id)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

@@ -69,7 +69,7 @@ def _wkt_coords(coords: Iterable[Sequence[float]]) -> str:
 def to_wkt(geometry: dict[str, Any]) -> str:
     """WKT of a GeoJSON-like geometry dict (Point, LineString, Polygon, MultiPolygon, collections)."""
     kind = geometry["type"]
-    coords = geometry.get("coordinates")
+    coords: Any = geometry.get("coordinates")
     if kind == "Point":
         return f"POINT({_num(coords[0])} {_num(coords[1])})"
     if kind == "LineString":

@@ -329,9 +329,9 @@ def build_parameter(
 
     def bool_of(value: Any, key: str) -> bool | None:
         if value is None or isinstance(value, bool):
-            return value
+            return bool(value) if value is not None else None
         if value in ("true", "false"):
-            return value == "true"
+            return bool(value == "true")
         problems.append(f"{where}.{key}: expected a boolean, got {value!r}")
         return None
 

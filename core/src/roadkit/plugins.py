@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
@@ -95,7 +95,8 @@ class Plugins:
             kinds: dict[str, tuple[type[Source], str]] = {}
             for impl in self.pm.hook.roadkit_source_kinds.get_hookimpls():
                 origin = _distribution_of(self.pm, impl.plugin)
-                for cls in impl.function() or ():
+                registered = cast(Sequence[Any], impl.function() or ())
+                for cls in registered:
                     if not (isinstance(cls, type) and issubclass(cls, Source)) or not getattr(cls, "kind", None):
                         raise PluginError(f"{origin} returned {cls!r}, which is not a Source subclass with a kind")
                     if cls.kind in kinds:
@@ -125,7 +126,8 @@ class Plugins:
         """Every API contributed by a plugin, by (name, version)."""
         apis: dict[tuple[str, str], Api] = {}
         for impl in self.pm.hook.roadkit_apis.get_hookimpls():
-            for api in impl.function() or ():
+            contributed = cast(Sequence["Api"], impl.function() or ())
+            for api in contributed:
                 key = (api.name, api.version)
                 if key in apis:
                     raise PluginError(f"API {api.name}/{api.version} is provided twice")

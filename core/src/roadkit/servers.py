@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import ssl
@@ -101,12 +102,10 @@ async def _accepts(listener: Listener) -> bool:
             context = ssl.create_default_context()
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, listener.port, ssl=context), 1.0)
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, listener.port, ssl=context), 1.0)
     except (OSError, TimeoutError, ssl.SSLError):
         return False
     writer.close()
-    try:
+    with contextlib.suppress(OSError, ssl.SSLError):
         await writer.wait_closed()
-    except (OSError, ssl.SSLError):
-        pass
     return True

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import cattrs
 from cattrs import transform_error
 from cattrs.errors import ForbiddenExtraKeysError
 
 from roadkit.errors import ConfigurationError
-
-T = TypeVar("T")
 
 _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true or false)"}
 
@@ -59,11 +57,11 @@ def _describe(exc: BaseException, _type: Any) -> str:
     if isinstance(exc, TypeError | ValueError) and str(exc).startswith("expected"):
         return str(exc)
     if _type is not None and getattr(_type, "__name__", None):
-        return f"expected {getattr(_type, '__name__')} ({exc})"
+        return f"expected {_type.__name__} ({exc})"
     return str(exc)
 
 
-def structure(data: Any, cls: type[T], where: Path | str, prefix: str = "") -> T:
+def structure[T](data: Any, cls: type[T], where: Path | str, prefix: str = "") -> T:
     """``data`` structured into ``cls``; every problem at once in one ConfigurationError."""
     try:
         return CONVERTER.structure(data, cls)

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from roadkit.errors import ConfigurationError
 

@@ -194,8 +194,8 @@ class _ServiceFile:
     application: ApplicationInfo
     listeners: tuple[Listener, ...] = (Listener(),)
     apis: tuple[ApiRef, ...] = (ApiRef("simple", "1.0.0"),)
-    folders: Folders = Folders()
-    limits: Limits = Limits()
+    folders: Folders = attrs.field(factory=Folders)
+    limits: Limits = attrs.field(factory=Limits)
 
 
 def _files(folders: Iterable[Path], suffix: str) -> list[Path]:

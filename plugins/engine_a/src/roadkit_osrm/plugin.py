@@ -7,7 +7,6 @@ from typing import Any
 
 from roadkit import hookimpl
 from roadkit.source import Source
-
 from roadkit_osrm.source import OsrmSource
 
 

@@ -67,7 +67,7 @@ def _run(step: str, args: list[str], progress: Progress) -> None:
     tail: list[str] = []
     for line in process.stdout:
         line = line.rstrip()
-        tail = (tail + [line])[-20:]
+        tail = [*tail, line][-20:]
         if "[info]" in line and ("finished" in line.lower() or "RAM: peak" in line):
             progress.info(line.split("] ", 2)[-1])
     if process.wait() != 0:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError, EngineError, NoPathFound

@@ -29,14 +29,15 @@ def create_admin_app(admin: Administrator) -> Starlette:
     def guarded(handler: Any) -> Any:
         async def run(request: Request) -> Response:
             try:
-                return await handler(request)
-            except Exception as exc:  # noqa: BLE001 - rendered as an API error
+                response: Response = await handler(request)
+                return response
+            except Exception as exc:
                 return error_response(exc)
 
         return run
 
     def service_id(request: Request) -> str:
-        sid = request.path_params["service"].strip()
+        sid = str(request.path_params["service"]).strip()
         if not sid:
             raise ParameterInvalid("service", "expected a service id, got an empty value")
         return sid

@@ -67,7 +67,7 @@ def build_routes(service: Service) -> list[BaseRoute]:
                     raise OperationNotPermitted(f"Operation '{op}' is not permitted on this service")
                 params = await read_parameters(request, limit)
                 return JSONResponse(await handler(service, params))
-            except Exception as exc:  # noqa: BLE001 - every error becomes an API error body
+            except Exception as exc:
                 return error_response(exc)
 
         return run
