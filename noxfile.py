@@ -61,7 +61,8 @@ def lint(session: nox.Session) -> None:
     _install_project(session, apps=False)
     session.install("ruff", "mypy")
     session.run("ruff", "check", ".")
-    session.run("mypy", "core/src/roadkit")
+    session.install("./apps/deviam", "./apps/client")
+    session.run("mypy", "core/src/roadkit", "apps/deviam/src/roadkit_deviam", "apps/client/src/roadkit_client")
 
 
 @nox.session(python=PYTHON)
