@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from roadkit_client import ConfigError as ClientConfigError
 from roadkit_client import load_config as load_client_config
 from roadkit_client.testing import free_port

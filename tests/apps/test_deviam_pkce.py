@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from roadkit_deviam.pkce import check_authorization_params, check_token_verifier, s256_challenge
 
 RFC7636_VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"

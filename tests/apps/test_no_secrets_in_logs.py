@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+
 from roadkit_client.serving import ACCESS_LOG_FORMAT
 
 from .apps_support import Stack

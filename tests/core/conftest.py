@@ -143,4 +143,8 @@ def free_port() -> int:
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+    """Run a coroutine to completion in its own thread and loop (safe inside any test)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ END = (7.41983, 43.73115)
 VIA = (7.4246, 43.7383)
 
 
-def _source(example: Path, name: str) -> OsrmSource:
+async def _source(example: Path, name: str) -> OsrmSource:
     source = OsrmSource.from_config(read_source(example / "sources" / f"monaco-{name}.source"))
-    asyncio.run(source.connect())
+    await source.connect()
     return source
 
 
@@ -54,11 +53,11 @@ def test_prepare_built_every_dataset_with_its_algorithm(osrm_datasets: dict[str,
 
 
 @pytest.mark.parametrize(("name", "algorithm"), [("car-fastest", "CH"), ("car-shortest", "CH"), ("pedestrian-fastest", "MLD")])
-def test_route_equals_a_direct_osrm_call(osrm_example: Path, osrm_datasets: dict[str, Path], name: str, algorithm: str) -> None:
-    source = _source(osrm_example, name)
+async def test_route_equals_a_direct_osrm_call(osrm_example: Path, osrm_datasets: dict[str, Path], name: str, algorithm: str) -> None:
+    source = await _source(osrm_example, name)
     assert source.state is SourceState.GREEN
     profile, optimization = name.split("-")
-    result = asyncio.run(source.route(RouteRequest((START, VIA, END), Cost(profile, optimization), steps=True)))
+    result = await source.route(RouteRequest((START, VIA, END), Cost(profile, optimization), steps=True))
     direct = _direct(osrm_datasets[name], algorithm, [START, VIA, END], steps=True)
     route = direct["routes"][0]
     assert result.distance == pytest.approx(route["distance"])
@@ -74,15 +73,15 @@ def test_route_equals_a_direct_osrm_call(osrm_example: Path, osrm_datasets: dict
     assert result.end == tuple(direct["waypoints"][-1]["location"])
 
 
-def test_shortest_is_never_longer_than_fastest(osrm_example: Path) -> None:
-    fastest = asyncio.run(_source(osrm_example, "car-fastest").route(RouteRequest((START, END), Cost("car", "fastest"))))
-    shortest = asyncio.run(_source(osrm_example, "car-shortest").route(RouteRequest((START, END), Cost("car", "shortest"))))
+async def test_shortest_is_never_longer_than_fastest(osrm_example: Path) -> None:
+    fastest = await (await _source(osrm_example, "car-fastest")).route(RouteRequest((START, END), Cost("car", "fastest")))
+    shortest = await (await _source(osrm_example, "car-shortest")).route(RouteRequest((START, END), Cost("car", "shortest")))
     assert shortest.distance <= fastest.distance
     assert shortest.duration >= fastest.duration
 
 
-def test_steps_carry_osrm_maneuvers(osrm_example: Path) -> None:
-    result = asyncio.run(_source(osrm_example, "car-fastest").route(RouteRequest((START, END), Cost("car", "fastest"))))
+async def test_steps_carry_osrm_maneuvers(osrm_example: Path) -> None:
+    result = await (await _source(osrm_example, "car-fastest")).route(RouteRequest((START, END), Cost("car", "fastest")))
     steps = result.portions[0].steps
     assert steps[0].instruction["type"] == "depart"
     assert steps[-1].instruction["type"] == "arrive"
@@ -91,12 +90,12 @@ def test_steps_carry_osrm_maneuvers(osrm_example: Path) -> None:
     assert all(isinstance(i.get("exit"), int) for i in roundabouts if "exit" in i)
 
 
-def test_banned_motorway_changes_a_route_that_uses_it(osrm_example: Path) -> None:
-    source = _source(osrm_example, "car-fastest")
+async def test_banned_motorway_changes_a_route_that_uses_it(osrm_example: Path) -> None:
+    source = await _source(osrm_example, "car-fastest")
     # From above Eze to Monaco, where the fastest way takes the A8 motorway.
     points = ((7.37612, 43.75813), (7.45165, 43.73148))
-    free = asyncio.run(source.route(RouteRequest(points, Cost("car", "fastest"), steps=True)))
-    banned = asyncio.run(
+    free = await source.route(RouteRequest(points, Cost("car", "fastest"), steps=True))
+    banned = await (
         source.route(RouteRequest(points, Cost("car", "fastest"), constraints=(Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)))
     )
     direct = _direct(Path(source.options.storage.file), "CH", list(points), exclude=["motorway"])
@@ -104,9 +103,9 @@ def test_banned_motorway_changes_a_route_that_uses_it(osrm_example: Path) -> Non
     assert banned.geometry != free.geometry
 
 
-def test_nearest_returns_the_number_of_points_asked(osrm_example: Path, osrm_datasets: dict[str, Path]) -> None:
-    source = _source(osrm_example, "car-fastest")
-    result = asyncio.run(source.nearest(NearestRequest(START, 3)))
+async def test_nearest_returns_the_number_of_points_asked(osrm_example: Path, osrm_datasets: dict[str, Path]) -> None:
+    source = await _source(osrm_example, "car-fastest")
+    result = await source.nearest(NearestRequest(START, 3))
     engine = osrm.OSRM(storage_config=str(osrm_datasets["car-fastest"]), algorithm="CH", use_shared_memory=False)
     params = osrm.NearestParameters(coordinates=[START])
     params.number_of_results = 3
@@ -115,21 +114,21 @@ def test_nearest_returns_the_number_of_points_asked(osrm_example: Path, osrm_dat
     assert [p.distance for p in result.points] == pytest.approx([w["distance"] for w in direct["waypoints"]])
 
 
-def test_a_missing_dataset_leaves_the_source_red(tmp_path: Path) -> None:
+async def test_a_missing_dataset_leaves_the_source_red(tmp_path: Path) -> None:
     path = tmp_path / "broken.source"
     path.write_text('id = "broken"\ntype = "osrm"\n[storage]\nfile = "nowhere/monaco.osrm"\n[cost]\nprofile = "car"\noptimization = "fastest"\n')
     source = OsrmSource.from_config(read_source(path))
     with pytest.raises(RuntimeError):
-        asyncio.run(source.connect())
+        await source.connect()
     assert source.state is SourceState.RED
     assert "nowhere" in source.health()["reason"]
 
 
-def test_a_route_made_impossible_by_a_constraint_is_a_no_path_error(osrm_example: Path) -> None:
-    source = _source(osrm_example, "car-fastest")
+async def test_a_route_made_impossible_by_a_constraint_is_a_no_path_error(osrm_example: Path) -> None:
+    source = await _source(osrm_example, "car-fastest")
     # The end snaps to a road that only the motorway reaches within the extract.
     points = ((7.38076, 43.74470), (7.44436, 43.75035))
-    assert asyncio.run(source.route(RouteRequest(points, Cost("car", "fastest")))).distance > 0
+    assert (await source.route(RouteRequest(points, Cost("car", "fastest")))).distance > 0
     ban = (Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)
     with pytest.raises(NoPathFound):
-        asyncio.run(source.route(RouteRequest(points, Cost("car", "fastest"), constraints=ban)))
+        await source.route(RouteRequest(points, Cost("car", "fastest"), constraints=ban))
