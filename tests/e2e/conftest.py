@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+from .helpers import post_json
 
 try:
     from playwright import sync_api as playwright_sync
@@ -105,3 +108,16 @@ def short_stack() -> Iterator[Any]:
     """A stack whose IAM issues 10-second access tokens (refresh timer tests)."""
     with client_testing.run_stack({"lifetimes": {"access_token": 10}}, _closed_routing()) as s:
         yield s
+
+
+@pytest.fixture()
+def clocked_stack() -> Iterator[tuple[Any, Callable[[float], None]]]:
+    """A stack whose IAM and backend clocks can be moved forward together: ``advance(seconds)``."""
+    offset = [0.0]
+    with client_testing.run_stack(client_overrides=_closed_routing(), now=lambda: time.time() + offset[0]) as s:
+
+        def advance(seconds: float) -> None:
+            offset[0] += seconds
+            post_json(f"{s.iam_url}/_testing/clock", {"advance": seconds})
+
+        yield s, advance

@@ -224,3 +224,22 @@ def test_a_state_started_in_another_tab_is_rejected(context: Any, stack: Any) ->
     second.wait_for_selector("#error:not([hidden])")
     assert "invalid_state" in second.text_content("#error")
     assert stored_token(second) is None
+
+
+def test_an_api_401_refreshes_the_token_and_retries(page: Any, clocked_stack: Any) -> None:
+    stack, advance = clocked_stack
+    login_local(page, stack)
+    old = stored_token(page)
+    # Five minutes later for the IAM and the backend (not for the browser, whose timer has not
+    # fired): the backend refuses the access token as expired.
+    advance(301)
+    requests = record_requests(page)
+    responses: list[tuple[str, int]] = []
+    page.on("response", lambda r: responses.append((r.url, r.status)))
+    docs = page.evaluate("() => window.__roadkit.service.api.listDocuments()")
+    assert isinstance(docs, list)
+    assert [s for u, s in responses if u == f"{stack.backend_url}/documents"] == [401, 200]
+    (refresh,) = token_posts(requests, stack)
+    assert refresh["grant_type"] == ["refresh_token"]
+    assert stored_token(page)["access_token"] != old["access_token"]
+    assert is_authenticated(page)

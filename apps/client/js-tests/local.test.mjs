@@ -393,3 +393,16 @@ test('a token refreshed by another tab is adopted and rescheduled', async () => 
   assert.equal(world.clock.nextDelay(), 240_000);
   assert.equal(await service.getAccessToken(), 'from-other-tab');
 });
+
+test('after an IAM key rotation the JWKS is fetched again', async () => {
+  const world = await makeWorld();
+  const { service } = await login(world);
+  const jwksCalls = () => world.fetch.calls.filter((c) => c.url.endsWith('/certs')).length;
+  assert.equal(jwksCalls(), 1);
+  const before = stored(world).connexion.id_token;
+  await world.iam.init(); // new signing key, old one gone
+  world.clock.t += 400_000;
+  await service.getAccessToken(); // the refresh returns an id token signed with the new key
+  assert.equal(jwksCalls(), 2);
+  assert.notEqual(stored(world).connexion.id_token, before, 'the new, verified id token is kept');
+});

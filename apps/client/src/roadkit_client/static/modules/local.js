@@ -94,6 +94,26 @@ export class LocalService extends BaseService {
     return this.#jwks;
   }
 
+  /** Verify an ID token; on an unknown key, fetch the JWKS again once (the IAM rotated its keys). */
+  async #verifyIdToken(idToken, { issuer, nonce, nowMs }) {
+    const check = async () =>
+      verifyIdToken(idToken, {
+        jwks: await this.#keys(),
+        issuer,
+        clientId: this.settings.IamClientId,
+        nonce,
+        nowMs,
+        crypto: this.env.crypto,
+      });
+    try {
+      return await check();
+    } catch (error) {
+      if (error.code !== 'invalid_id_token' || !/signature/.test(error.message)) throw error;
+      this.#jwks = null;
+      return check();
+    }
+  }
+
   /** Start a login: store verifier+nonce under a new state, go to the IAM. */
   async login() {
     const url = await this.#newAuthorization({ purpose: 'login', redirectUri: this.redirectUri });
@@ -187,14 +207,7 @@ export class LocalService extends BaseService {
     const d = await this.discovery();
     let idToken = null;
     if (response.id_token) {
-      await verifyIdToken(response.id_token, {
-        jwks: await this.#keys(),
-        issuer: d.issuer,
-        clientId: this.settings.IamClientId,
-        nonce,
-        nowMs: now,
-        crypto: this.env.crypto,
-      });
+      await this.#verifyIdToken(response.id_token, { issuer: d.issuer, nonce, nowMs: now });
       idToken = response.id_token;
     }
     const record = makeTokenRecord(response, now, { requestedScope: this.settings.IamScope });
@@ -302,13 +315,7 @@ export class LocalService extends BaseService {
     if (response.id_token) {
       try {
         const d = await this.discovery();
-        await verifyIdToken(response.id_token, {
-          jwks: await this.#keys(),
-          issuer: d.issuer,
-          clientId: this.settings.IamClientId,
-          nowMs: now,
-          crypto: this.env.crypto,
-        });
+        await this.#verifyIdToken(response.id_token, { issuer: d.issuer, nowMs: now });
         idToken = response.id_token;
       } catch {
         idToken = null; // keep the previous one
