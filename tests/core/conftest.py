@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ class LineOptions:
 
     profiles: tuple[str, ...] = ("car",)
     fail: bool = False
+    delay: float = 0.0
 
 
 class StraightLineSource(Source):
@@ -47,6 +49,8 @@ class StraightLineSource(Source):
         self.state = SourceState.GREEN
 
     async def route(self, request: RouteRequest) -> RouteResponse:
+        if self.options.delay:
+            await self.run_blocking(time.sleep, self.options.delay)  # a slow blocking engine call
         legs = list(zip(request.points, request.points[1:], strict=False))
         portions = [Portion(a, b, _meters(a, b), _meters(a, b) / 10) for a, b in legs]
         return RouteResponse(request.start, request.end, list(request.points), sum(p.distance for p in portions), sum(p.duration for p in portions), portions)

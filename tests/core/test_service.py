@@ -101,3 +101,30 @@ def test_projection_lookup(tmp_path: Path, plugins: Plugins) -> None:
     service = started(make_service(tmp_path), plugins)
     assert service.projection("EPSG:2154")["parameters"].startswith("+proj=lcc")
     assert set(service.projections.ids()) == {"EPSG:4326", "EPSG:2154"}
+
+
+def test_a_slow_engine_call_times_out_with_a_504_and_the_source_stays_usable(tmp_path: Path, plugins: Plugins) -> None:
+    sources = {"a": 'id = "a"\ntype = "straightline"\ntimeout = 0.2\ndelay = 1.0\n'}
+    service = started(make_service(tmp_path, sources=sources), plugins)
+    with TestClient(create_app(service, manage_lifecycle=False)) as client:
+        response = client.get("/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"})
+        assert response.status_code == 504
+        assert response.json()["error"]["message"] == "The engine of source a did not answer within 0.2 s"
+        assert client.get("/simple/1.0.0/nearest", params={"resource": "lines", "coordinates": "1,1"}).status_code == 200
+
+
+NASTY = ["", " ", "null", "[]", "{}", "\u0000", "💥", "-", ",", "1,", ",1", "nan,nan", "inf,1", "1e309,1", "9" * 400, "a|b|c", "|||", '{"a":', "%", "\\", "true", "-0,-0"]
+
+
+@pytest.mark.parametrize("name", ["resource", "start", "end", "intermediates", "profile", "optimization", "getSteps", "waysAttributes",
+                                  "geometryFormat", "getBbox", "crs", "timeUnit", "distanceUnit", "constraints", "date_time"])
+def test_no_route_input_gives_a_500(tmp_path: Path, plugins: Plugins, name: str) -> None:
+    service = started(make_service(tmp_path), plugins)
+    base = {"resource": "lines", "start": "0,0", "end": "1,1"}
+    with TestClient(create_app(service, manage_lifecycle=False)) as client:
+        for value in NASTY:
+            get = client.get("/simple/1.0.0/route", params={**base, name: value})
+            assert get.status_code in (200, 400), (name, value, get.text)
+            for json_value in (value, 1e308, -1, True, None, [value], {"x": value}, [[1, 2]]):
+                post = client.post("/simple/1.0.0/route", json={**base, name: json_value})
+                assert post.status_code in (200, 400), (name, json_value, post.text)

@@ -13,6 +13,7 @@ from roadkit.errors import NoPathFound
 from roadkit.model import Constraint, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
 from roadkit.source import SourceState
+from roadkit.testing import SourceContract
 from roadkit_osrm import OsrmSource
 from roadkit_osrm.prepare import dataset_ready
 
@@ -132,3 +133,15 @@ async def test_a_route_made_impossible_by_a_constraint_is_a_no_path_error(osrm_e
     ban = (Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)
     with pytest.raises(NoPathFound):
         await source.route(RouteRequest(points, Cost("car", "fastest"), constraints=ban))
+
+
+class TestOsrmContract(SourceContract):
+    """The core's source contract on the car/fastest Monaco dataset."""
+
+    @pytest.fixture
+    async def contract_source(self, osrm_example: Path) -> OsrmSource:
+        return await _source(osrm_example, "car-fastest")
+
+    @pytest.fixture
+    def contract_points(self) -> list[tuple[float, float]]:
+        return [START, END]

@@ -1,0 +1,92 @@
+"""Helpers for plugin authors' tests: a plugin manager, an app client, and the source contract.
+
+An engine plugin's test suite subclasses :class:`SourceContract` and provides two fixtures,
+``contract_source`` (a connected source) and ``contract_points`` (two routable points in the
+source's projection); pytest then runs every contract test against the plugin's engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roadkit.app import create_app
+from roadkit.config import load_service
+from roadkit.errors import UnsupportedOperation
+from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.plugins import Plugins
+from roadkit.source import Source, SourceState
+
+
+def plugins_for_tests(*extra: object, entry_points: bool = True) -> Plugins:
+    """Plugins with the installed entry points (or none) and ``extra`` plugin objects."""
+    return Plugins.create(load_entry_points=entry_points, extra_plugins=extra)
+
+
+@contextmanager
+def service_client(service_file: Path, plugins: Plugins | None = None, cors: Path | None = None) -> Iterator[Any]:
+    """A Starlette TestClient of a service file's app, inside its lifespan (sources connected)."""
+    from starlette.testclient import TestClient
+
+    app = create_app(load_service(service_file, cors=cors), plugins or Plugins.create())
+    with TestClient(app) as client:
+        yield client
+
+
+def _route_cost(source: Source) -> Cost:
+    return next(c for c in source.costs() if c.optimization)
+
+
+class SourceContract:
+    """The behaviour every source kind owes the core, run against a real engine."""
+
+    async def test_contract_source_is_green_once_connected(self, contract_source: Source) -> None:
+        assert contract_source.state is SourceState.GREEN
+        assert contract_source.health()["state"] == "green"
+
+    async def test_contract_declares_costs(self, contract_source: Source) -> None:
+        costs = contract_source.costs()
+        assert costs and all(isinstance(c, Cost) for c in costs)
+        assert all(c.optimization or c.cost_type for c in costs)
+
+    async def test_contract_route_is_consistent(self, contract_source: Source, contract_points: Sequence[Coord]) -> None:
+        if "route" not in contract_source.operations:
+            pytest.skip("this kind computes no route")
+        start, end = contract_points[0], contract_points[-1]
+        middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+        result = await contract_source.route(RouteRequest((start, middle, end), _route_cost(contract_source), steps=True))
+        assert len(result.portions) == 2
+        assert result.distance > 0 and result.duration > 0
+        assert sum(p.distance for p in result.portions) == pytest.approx(result.distance, rel=0.01, abs=1.0)
+        assert result.portions[0].start == result.start and result.portions[-1].end == result.end
+        assert len(result.geometry) >= 2
+        for portion in result.portions:
+            assert portion.steps, "steps were asked for"
+            assert all("type" in step.instruction for step in portion.steps)
+            assert all("name" in step.attributes for step in portion.steps)
+        without = await contract_source.route(RouteRequest((start, end), _route_cost(contract_source), steps=False))
+        assert all(p.steps == [] for p in without.portions)
+
+    async def test_contract_nearest(self, contract_source: Source, contract_points: Sequence[Coord]) -> None:
+        if "nearest" not in contract_source.operations:
+            with pytest.raises(UnsupportedOperation):
+                await contract_source.nearest(NearestRequest(contract_points[0], 1))
+            return
+        result = await contract_source.nearest(NearestRequest(contract_points[0], 2))
+        assert 1 <= len(result.points) <= 2
+        assert all(p.distance >= 0 for p in result.points)
+
+    async def test_contract_unsupported_operations_raise_a_typed_error(self, contract_source: Source, contract_points: Sequence[Coord]) -> None:
+        if "isochrone" not in contract_source.operations:
+            with pytest.raises(UnsupportedOperation):
+                await contract_source.isochrone(IsochroneRequest(contract_points[0], Cost("car", cost_type="time"), (60.0,)))
+
+    async def test_contract_disconnect_leaves_init(self, contract_source: Source) -> None:
+        await contract_source.disconnect()
+        assert contract_source.state is SourceState.INIT
+        await contract_source.connect()
+        assert contract_source.state is SourceState.GREEN
