@@ -284,3 +284,15 @@ def test_cors_preflight_is_answered_at_service_level(client: TestClient) -> None
     assert response.headers["access-control-allow-origin"] in ("*", "https://app.example")
     assert get(client, ROUTE, **BASE).status_code == 200
     assert client.get(ROUTE, params=BASE, headers={"origin": "https://app.example"}).headers["access-control-allow-origin"] == "*"
+
+
+def test_no_path_and_bad_input_are_logged_at_debug_level_only(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    ban = '{"constraintType":"banned","key":"wayType","operator":"=","value":"autoroute"}'
+    with caplog.at_level(logging.DEBUG, logger="roadkit"):
+        get(client, ROUTE, resource="monaco-osrm", start="7.38076,43.74470", end="7.44436,43.75035", constraints=ban)
+        get(client, ROUTE, **BASE, profile="bike")
+    records = [r for r in caplog.records if r.name.startswith("roadkit")]
+    assert {r.getMessage() for r in records} >= {"no_path: No path found", "parameter_invalid: Parameter 'profile' is invalid: expected one of car, pedestrian, got 'bike'"}
+    assert all(r.levelno == logging.DEBUG for r in records)
