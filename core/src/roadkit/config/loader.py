@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -261,23 +261,30 @@ def read_source(path: Path) -> SourceConfig:
     return SourceConfig(path=path, options=data, **common)
 
 
-def read_sources(folders: Iterable[Path]) -> tuple[list[SourceConfig], list[str]]:
-    """Every ``*.source`` file of the folders, and the problems of those that could not be read."""
-    sources: list[SourceConfig] = []
+def _read_all[C: (SourceConfig, ResourceConfig)](
+    folders: Iterable[Path], suffix: str, read: Callable[[Path], C], what: str
+) -> tuple[list[C], list[str]]:
+    """Every ``*suffix`` file of the folders read with ``read``; duplicate ids are problems."""
+    configs: list[C] = []
     problems: list[str] = []
     seen: dict[str, Path] = {}
-    for path in _files(folders, ".source"):
+    for path in _files(folders, suffix):
         try:
-            source = read_source(path)
+            config = read(path)
         except ConfigurationError as exc:
             problems.extend(exc.problems)
             continue
-        if source.id in seen:
-            problems.append(f"{path}: id: source id {source.id!r} is already defined in {seen[source.id]}")
+        if config.id in seen:
+            problems.append(f"{path}: id: {what} id {config.id!r} is already defined in {seen[config.id]}")
             continue
-        seen[source.id] = path
-        sources.append(source)
-    return sources, problems
+        seen[config.id] = path
+        configs.append(config)
+    return configs, problems
+
+
+def read_sources(folders: Iterable[Path]) -> tuple[list[SourceConfig], list[str]]:
+    """Every ``*.source`` file of the folders, and the problems of those that could not be read."""
+    return _read_all(folders, ".source", read_source, "source")
 
 
 def _road2_parameter(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -356,18 +363,4 @@ class _ResourceFile:
 
 def read_resources(folders: Iterable[Path]) -> tuple[list[ResourceConfig], list[str]]:
     """Every ``*.resource`` file of the folders, and the problems of those that could not be read."""
-    resources: list[ResourceConfig] = []
-    problems: list[str] = []
-    seen: dict[str, Path] = {}
-    for path in _files(folders, ".resource"):
-        try:
-            resource = read_resource(path)
-        except ConfigurationError as exc:
-            problems.extend(exc.problems)
-            continue
-        if resource.id in seen:
-            problems.append(f"{path}: id: resource id {resource.id!r} is already defined in {seen[resource.id]}")
-            continue
-        seen[resource.id] = path
-        resources.append(resource)
-    return resources, problems
+    return _read_all(folders, ".resource", read_resource, "resource")
