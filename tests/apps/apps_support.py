@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from roadkit.servers import ServerThread, bound_socket
 from roadkit_deviam import create_app
-from roadkit_deviam.serving import ServerThread, bound_socket
 from roadkit_deviam.testing import iam_test_config
 
 APP_URL = "http://app.test:8182"

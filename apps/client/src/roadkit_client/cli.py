@@ -9,9 +9,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from roadkit.servers import bound_socket, serve_all
+from roadkit.servers import socket_config as hypercorn_config
+
 from .backend import create_backend_app
 from .config import ConfigError, load_config
-from .serving import bound_socket, hypercorn_config, serve_all
 from .static_app import create_static_app
 
 log = logging.getLogger("roadkit_client")

@@ -36,9 +36,10 @@ from typing import Any
 
 import attrs
 
+from roadkit.servers import ServerThread, bound_socket
+
 from .backend import create_backend_app
 from .config import ClientConfig, config_from_mapping, deep_merge
-from .serving import ServerThread, bound_socket
 from .static_app import create_static_app
 
 

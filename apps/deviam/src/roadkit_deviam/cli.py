@@ -11,9 +11,11 @@ from collections.abc import Sequence
 
 import attrs
 
+from roadkit.servers import bound_socket, serve_all
+from roadkit.servers import socket_config as hypercorn_config
+
 from .app import create_app
 from .config import ConfigError, IamConfig, config_from_mapping, example_mapping, load_config
-from .serving import bound_socket, hypercorn_config, serve_all
 
 log = logging.getLogger("roadkit_deviam")
 

@@ -23,9 +23,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from roadkit.servers import ServerThread, bound_socket
+
 from .app import create_app
 from .config import IamConfig, config_from_mapping, deep_merge, example_mapping
-from .serving import ServerThread, bound_socket
 
 REALM = "roadkit"
 PUBLIC_CLIENT_ID = "roadkit-app"
