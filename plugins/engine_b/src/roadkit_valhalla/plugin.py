@@ -1,0 +1,22 @@
+"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from roadkit import hookimpl
+from roadkit.source import Source
+from roadkit_valhalla.source import ValhallaSource
+
+
+@hookimpl
+def roadkit_source_kinds() -> Sequence[type[Source]]:
+    return [ValhallaSource]
+
+
+@hookimpl
+def roadkit_commands() -> Sequence[Any]:
+    from roadkit_valhalla.prepare import build_command
+
+    return [build_command()]

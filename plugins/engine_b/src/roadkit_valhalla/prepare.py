@@ -1,0 +1,196 @@
+"""Data preparation: Valhalla tiles (and transit from GTFS feeds) from an ``.osm.pbf``, plus ``valhalla.json``.
+
+Uses the tools bundled in the pyvalhalla wheel: ``valhalla_build_config`` writes the configuration,
+``valhalla_ingest_transit`` + ``valhalla_convert_transit`` turn GTFS feeds into transit tiles, and
+``valhalla_build_tiles`` builds the road graph and links the transit tiles into it. Everything is
+built in a temporary folder next to the target and moved in place at the end, so an interrupted
+build never leaves half a tile set behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from roadkit.cli import Command
+from roadkit.config.models import SourceConfig
+from roadkit.errors import ConfigurationError, RoadkitError
+from roadkit.source import Progress
+from roadkit_valhalla.options import ValhallaOptions
+
+_STAGES = ("Parsing", "Creating graph", "Enhancing", "Validating", "Adding", "transit", "Finished", "hierarchy", "shortcuts", "Building")
+
+
+def _tool(name: str) -> Path:
+    import valhalla
+
+    return Path(valhalla.__file__).parent / "bin" / name
+
+
+def builder_version() -> str:
+    """The Valhalla version the tiles are built with (part of the test cache key)."""
+    import valhalla
+
+    return str(valhalla.__version__)
+
+
+def has_tiles(tile_dir: Path, tar: Path | None = None, *, transit: bool = False) -> bool:
+    """Whether a tile set is there (with transit tiles, level 3, when asked)."""
+    if tar is not None:
+        return tar.is_file()
+    if not tile_dir.is_dir() or next(tile_dir.rglob("*.gph"), None) is None:
+        return False
+    return not transit or next((tile_dir / "3").rglob("*.gph"), None) is not None
+
+
+def valhalla_config(
+    tile_dir: Path,
+    *,
+    tar: Path | None = None,
+    transit_dir: Path | None = None,
+    feeds_dir: Path | None = None,
+    max_time_contour: int = 600,
+    max_distance_contour: int = 1000,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """A ``valhalla.json`` from Valhalla's own defaults, with roadkit's paths and limits."""
+    args = [
+        "--mjolnir-tile-dir", str(tile_dir),
+        "--mjolnir-tile-extract", str(tar or ""),
+        "--mjolnir-timezone", "",
+        "--mjolnir-admin", "",
+        "--mjolnir-transit-dir", str(transit_dir or ""),
+        "--mjolnir-transit-feeds-dir", str(feeds_dir or ""),
+        "--service-limits-isochrone-max-contours", "5",
+        "--service-limits-isochrone-max-time-contour", str(max_time_contour),
+        "--service-limits-isochrone-max-distance-contour", str(max_distance_contour),
+    ]
+    command = [sys.executable, "-W", "ignore::RuntimeWarning", "-m", "valhalla.valhalla_build_config", *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RoadkitError(f"valhalla_build_config failed: {done.stderr.strip()}", code="prepare_failed")
+    config: dict[str, Any] = json.loads(done.stdout)
+    if tar is None:
+        config["mjolnir"].pop("tile_extract", None)  # an empty path makes the Actor log a stat error
+    config["mjolnir"]["traffic_extract"] = ""
+    # Valhalla logs every request at info level: a served source keeps quiet, a build talks.
+    config["logging"] = {"type": "" if quiet else "std_out", "color": False}
+    return config
+
+
+def _run(step: str, tool: str, args: list[str], progress: Progress) -> None:
+    progress.step(step)
+    process = subprocess.Popen([str(_tool(tool)), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    tail: list[str] = []
+    for raw in process.stdout:
+        line = raw.rstrip()
+        tail = [*tail, line][-30:]
+        message = line.split("] ", 1)[-1] if "] " in line else line
+        if "[INFO]" in line and any(stage in message for stage in _STAGES):
+            progress.info(message)
+    if process.wait() != 0:
+        raise RoadkitError(f"{tool} failed:\n" + "\n".join(tail), code="prepare_failed")
+
+
+def build_tiles(
+    osm: Path,
+    config_path: Path,
+    tile_dir: Path,
+    *,
+    gtfs: Path | None = None,
+    tar: Path | None = None,
+    max_time_contour: int = 600,
+    max_distance_contour: int = 1000,
+    progress: Progress | None = None,
+) -> Path:
+    """Build the tiles of ``osm`` (with the GTFS feeds under ``gtfs``) into ``tile_dir``; write ``config_path``."""
+    progress = progress or Progress()
+    if not osm.is_file():
+        raise RoadkitError(f"OSM extract not found: {osm}", code="prepare_failed", status=400)
+    if gtfs is not None and not any(p.is_dir() for p in gtfs.glob("*")):
+        raise RoadkitError(f"GTFS folder {gtfs} holds no feed folder (expected one sub-folder per unzipped feed)", code="prepare_failed", status=400)
+    limits = {"max_time_contour": max_time_contour, "max_distance_contour": max_distance_contour}
+    tile_dir.parent.mkdir(parents=True, exist_ok=True)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    progress.step(f"building Valhalla {builder_version()} tiles from {osm.name}" + (f" with the GTFS feeds of {gtfs}" if gtfs else ""))
+    with tempfile.TemporaryDirectory(prefix="roadkit-valhalla-", dir=tile_dir.parent) as tmp:
+        work = Path(tmp)
+        tiles, transit = work / "tiles", work / "transit"
+        tiles.mkdir()
+        build_config = work / "build.json"
+        feeds = gtfs.resolve() if gtfs else None
+        config = valhalla_config(tiles, transit_dir=transit if feeds else None, feeds_dir=feeds, quiet=False, **limits)
+        build_config.write_text(json.dumps(config, indent=2))
+        if feeds is not None:
+            transit.mkdir()
+            _run("valhalla_ingest_transit: reading the GTFS feeds", "valhalla_ingest_transit", ["-c", str(build_config)], progress)
+            _run("valhalla_convert_transit: transit tiles", "valhalla_convert_transit", ["-c", str(build_config)], progress)
+        _run("valhalla_build_tiles: the road graph", "valhalla_build_tiles", ["-c", str(build_config), str(osm)], progress)
+        if tile_dir.exists():
+            shutil.rmtree(tile_dir)
+        shutil.move(str(tiles), tile_dir)
+    if tar is not None:
+        progress.step(f"packing the tiles into {tar}")
+        with tarfile.open(tar, "w") as archive:
+            for path in sorted(tile_dir.rglob("*.gph")):
+                archive.add(path, arcname=str(path.relative_to(tile_dir)))
+    final = valhalla_config(tile_dir, tar=tar, quiet=True, **limits)
+    config_path.write_text(json.dumps(final, indent=2))
+    progress.step(f"tiles ready: {tile_dir} (configuration {config_path})")
+    return config_path
+
+
+def prepare_source(config: SourceConfig, options: ValhallaOptions, *, force: bool, progress: Progress) -> bool:
+    """``roadkit prepare`` for one source: build when the configuration or the tiles are missing."""
+    storage, prep = options.storage, options.preparation
+    ready = storage.config.is_file() and has_tiles(options.tile_dir, storage.tar, transit=bool(prep and prep.gtfs))
+    if ready and not force:
+        return False
+    if prep is None:
+        raise ConfigurationError([f"{config.path}: preparation: required to build the missing tiles of {storage.config}"])
+    build_tiles(
+        prep.osm,
+        storage.config,
+        options.tile_dir,
+        gtfs=prep.gtfs,
+        tar=storage.tar,
+        max_time_contour=prep.max_time_contour,
+        max_distance_contour=prep.max_distance_contour,
+        progress=progress,
+    )
+    return True
+
+
+def build_command() -> Command:
+    """``roadkit valhalla-build``: build a tile set and its ``valhalla.json`` by hand."""
+
+    def configure(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("osm", type=Path, help="the .osm.pbf extract")
+        parser.add_argument("output", type=Path, help="the folder to write valhalla.json and tiles/ into")
+        parser.add_argument("--gtfs", type=Path, help="a folder of GTFS feeds (one sub-folder per unzipped feed)")
+        parser.add_argument("--tar", action="store_true", help="also pack the tiles into tiles.tar and load that")
+        parser.add_argument("--max-time-contour", type=int, default=600, help="isochrone limit in minutes")
+        parser.add_argument("--max-distance-contour", type=int, default=1000, help="isodistance limit in kilometers")
+
+    def run(args: argparse.Namespace) -> int:
+        out: Path = args.output.resolve()
+        build_tiles(
+            args.osm.resolve(),
+            out / "valhalla.json",
+            out / "tiles",
+            gtfs=args.gtfs.resolve() if args.gtfs else None,
+            tar=out / "tiles.tar" if args.tar else None,
+            max_time_contour=args.max_time_contour,
+            max_distance_contour=args.max_distance_contour,
+        )
+        return 0
+
+    return Command("valhalla-build", "Build Valhalla tiles (and transit from GTFS) from an .osm.pbf extract.", configure, run)

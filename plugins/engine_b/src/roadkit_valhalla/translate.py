@@ -1,0 +1,237 @@
+"""Valhalla request bodies from roadkit requests, and roadkit responses from Valhalla answers.
+
+Routes are asked in Valhalla's OSRM-compatible output (``directions_options.format = "osrm"``)
+with GeoJSON shapes, so steps carry OSRM's maneuver vocabulary (``depart``, ``turn``, ``rotary``,
+``arrive``...) exactly as the OSRM plugin returns them. Coordinates are ``(lon, lat)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import shapely
+from shapely.geometry import mapping, shape
+
+from roadkit.errors import NoIsochroneFound, NoPathFound, ParameterInvalid
+from roadkit.model import (
+    Constraint,
+    Coord,
+    IsochroneRequest,
+    IsochroneResponse,
+    NearestPoint,
+    NearestResponse,
+    Portion,
+    RouteRequest,
+    RouteResponse,
+    Step,
+)
+from roadkit_valhalla.options import ValhallaCost
+
+EARTH_RADIUS_M = 6371008.8
+
+
+def _location(point: Coord) -> dict[str, float]:
+    return {"lon": point[0], "lat": point[1]}
+
+
+def _field_setting(field: str) -> tuple[str, Any]:
+    """``exclude_tolls`` → (exclude_tolls, True); ``use_highways=0`` → (use_highways, 0.0)."""
+    name, sep, raw = field.partition("=")
+    if not sep:
+        return name.strip(), True
+    raw = raw.strip()
+    if raw in ("true", "false"):
+        return name.strip(), raw == "true"
+    try:
+        return name.strip(), float(raw)
+    except ValueError:
+        return name.strip(), raw
+
+
+def costing_options(cost: ValhallaCost, constraints: Sequence[Constraint]) -> dict[str, dict[str, Any]]:
+    """The cost's costing options with each banned constraint applied as a Valhalla exclusion.
+
+    For ``multimodal`` the exclusions apply to the walking parts (``pedestrian`` options).
+    Valhalla has no preference weights for these keys: only ``banned`` is accepted.
+    """
+    options = cost.costing_options()
+    target = "pedestrian" if cost.costing == "multimodal" else cost.costing
+    for constraint in constraints:
+        if constraint.type != "banned":
+            raise ParameterInvalid(
+                "constraints", f"constraintType '{constraint.type}' is not applied by Valhalla sources; expected banned"
+            )
+        if constraint.field:
+            name, value = _field_setting(constraint.field)
+            options.setdefault(target, {})[name] = value
+    return options
+
+
+def _date_time(body: dict[str, Any], request: RouteRequest | IsochroneRequest) -> None:
+    if request.date_time is not None:
+        body["date_time"] = {"type": 1, "value": request.date_time.strftime("%Y-%m-%dT%H:%M")}
+
+
+def route_body(request: RouteRequest, cost: ValhallaCost) -> dict[str, Any]:
+    """The body of a Valhalla ``route`` call (OSRM-format answer, GeoJSON shapes)."""
+    body: dict[str, Any] = {
+        "locations": [_location(p) for p in request.points],
+        "costing": cost.costing,
+        "costing_options": costing_options(cost, request.constraints),
+        "directions_options": {"format": "osrm"},
+        "shape_format": "geojson",
+    }
+    if not request.steps:
+        body["directions_type"] = "none"
+    _date_time(body, request)
+    return body
+
+
+def _name_attribute(name: str) -> Any:
+    """Way names that hold JSON (r2gg graphs) are returned parsed, others as they are."""
+    if name[:1] in "{[":
+        try:
+            return json.loads(name)
+        except ValueError:
+            pass
+    return name
+
+
+def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
+    instruction: dict[str, Any] = {"type": maneuver["type"]}
+    if maneuver.get("modifier"):
+        instruction["modifier"] = maneuver["modifier"]
+    if "exit" in maneuver:
+        instruction["exit"] = int(maneuver["exit"])
+    return instruction
+
+
+def _steps(raw: Iterable[dict[str, Any]], with_mode: bool) -> list[Step]:
+    steps = []
+    for step in raw:
+        attributes: dict[str, Any] = {"name": _name_attribute(step.get("name", ""))}
+        if with_mode:
+            attributes["mode"] = step.get("mode", "")
+        steps.append(
+            Step(
+                geometry=[(c[0], c[1]) for c in step["geometry"]["coordinates"]],
+                distance=step["distance"],
+                duration=step["duration"],
+                attributes=attributes,
+                instruction=_instruction(step["maneuver"]),
+            )
+        )
+    return steps
+
+
+def route_response(answer: dict[str, Any], request: RouteRequest, cost: ValhallaCost) -> RouteResponse:
+    """A roadkit route from Valhalla's OSRM-format answer (meters, seconds)."""
+    routes = answer.get("routes") or []
+    if answer.get("code", "Ok") != "Ok" or not routes:
+        raise NoPathFound("No route found")
+    waypoints = [(w["location"][0], w["location"][1]) for w in answer["waypoints"]]
+    route = routes[0]
+    legs = route["legs"]
+    if len(legs) != len(waypoints) - 1:
+        raise NoPathFound(f"No route found through every point ({len(legs)} legs for {len(waypoints)} points)")
+    with_mode = cost.costing == "multimodal"
+    portions = [
+        Portion(
+            waypoints[i],
+            waypoints[i + 1],
+            leg["distance"],
+            leg["duration"],
+            _steps(leg["steps"], with_mode) if request.steps else [],
+        )
+        for i, leg in enumerate(legs)
+    ]
+    return RouteResponse(
+        start=waypoints[0],
+        end=waypoints[-1],
+        geometry=[(c[0], c[1]) for c in route["geometry"]["coordinates"]],
+        distance=route["distance"],
+        duration=route["duration"],
+        portions=portions,
+    )
+
+
+def isochrone_body(request: IsochroneRequest, cost: ValhallaCost) -> dict[str, Any]:
+    """The body of a Valhalla ``isochrone`` call: one contour per cost value (minutes or kilometers)."""
+    if request.cost.cost_type == "distance":
+        contours = [{"distance": v / 1000.0} for v in request.cost_values]
+    else:
+        contours = [{"time": v / 60.0} for v in request.cost_values]
+    body: dict[str, Any] = {
+        "locations": [_location(request.point)],
+        "costing": cost.costing,
+        "costing_options": costing_options(cost, request.constraints),
+        "contours": contours,
+        "polygons": True,
+        "reverse": request.direction == "arrival",
+    }
+    _date_time(body, request)
+    return body
+
+
+def clean_polygon(geometry: dict[str, Any]) -> dict[str, Any] | None:
+    """A valid Polygon or MultiPolygon from Valhalla's geometry, or None when it has no area."""
+    if not geometry.get("coordinates"):
+        return None
+    try:
+        polygon = shape(geometry)
+    except (ValueError, TypeError, shapely.errors.ShapelyError):
+        return None
+    if not polygon.is_valid:
+        polygon = shapely.make_valid(polygon)
+        parts = [g for g in getattr(polygon, "geoms", [polygon]) if g.geom_type in ("Polygon", "MultiPolygon")]
+        polygon = shapely.union_all(parts) if parts else shapely.Polygon()
+    if polygon.is_empty or polygon.area == 0 or polygon.geom_type not in ("Polygon", "MultiPolygon"):
+        return None
+    return dict(mapping(shapely.remove_repeated_points(polygon)))
+
+
+def isochrone_response(answer: dict[str, Any], request: IsochroneRequest) -> IsochroneResponse:
+    """One geometry per requested value, in the request's order; a Point at the start when empty.
+
+    Valhalla answers one feature per contour, largest first: features and values are paired in
+    that order.
+    """
+    features = [f for f in answer.get("features", []) if f.get("geometry", {}).get("type") in ("Polygon", "MultiPolygon")]
+    if len(features) != len(request.cost_values):
+        raise NoIsochroneFound(f"No isochrone found ({len(features)} contours for {len(request.cost_values)} values)")
+    features.sort(key=lambda f: -float(f.get("properties", {}).get("contour", 0.0)))
+    descending = sorted(range(len(request.cost_values)), key=lambda i: -request.cost_values[i])
+    geometries: list[dict[str, Any]] = [{}] * len(request.cost_values)
+    start = {"type": "Point", "coordinates": [request.point[0], request.point[1]]}
+    for index, feature in zip(descending, features, strict=True):
+        geometries[index] = clean_polygon(feature["geometry"]) or start
+    return IsochroneResponse(request.point, geometries)
+
+
+def locate_body(point: Coord, costing: str, radius: int) -> dict[str, Any]:
+    """The body of a Valhalla ``locate`` call around ``point``."""
+    return {"locations": [{**_location(point), "radius": radius}], "costing": costing, "verbose": False}
+
+
+def meters(a: Coord, b: Coord) -> float:
+    """Great-circle distance between two lon/lat points."""
+    lat1, lat2 = math.radians(a[1]), math.radians(b[1])
+    dlat, dlon = lat2 - lat1, math.radians(b[0] - a[0])
+    h = math.sin(dlat / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin(dlon / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.asin(math.sqrt(min(1.0, h)))
+
+
+def nearest_response(answer: Any, point: Coord, number: int) -> NearestResponse:
+    """The ``number`` distinct snapped points nearest to ``point``, nearest first."""
+    edges = answer[0].get("edges") or [] if answer else []
+    found: dict[tuple[float, float], NearestPoint] = {}
+    for edge in edges:
+        located = (edge["correlated_lon"], edge["correlated_lat"])
+        if located not in found:
+            found[located] = NearestPoint(located, meters(point, located), {"way_id": edge.get("way_id")})
+    if not found:
+        raise NoPathFound("No graph point found near the coordinates")
+    return NearestResponse(sorted(found.values(), key=lambda p: p.distance)[:number])
