@@ -41,6 +41,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "e2e" in item.nodeid:
             item.add_marker(pytest.mark.slow)  # each test drives a browser against real servers
+    # Playwright's sync API keeps an event loop running in the main thread while the browser
+    # lives: run the browser tests last, so that no async test runs beside it.
+    items.sort(key=lambda item: "tests/e2e/" in item.nodeid)
     if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
         # A missing browser is a broken set-up, not a reason to pass: ./dev installs Debian's chromium.
         raise pytest.UsageError(f"Chromium not found at {CHROMIUM}: run ./dev tests, or apt-get install chromium")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -24,21 +24,30 @@ from roadkit.service import Service
 
 log = logging.getLogger(__name__)
 
-_SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"x-permitted-cross-domain-policies", b"none"),
-]
+DEFAULT_SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "X-Permitted-Cross-Domain-Policies": "none",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+}
 
 
 class SecurityHeaders:
-    """Adds security headers to every response (a strict CSP unless the response set its own)."""
+    """Adds security headers to every response that lacks them (HSTS over HTTPS, optional no-store).
 
-    def __init__(self, app: ASGIApp, *, hsts: bool = False) -> None:
+    A response that sets its own header (e.g. the OpenAPI viewer's Content-Security-Policy) keeps it.
+    """
+
+    def __init__(self, app: ASGIApp, headers: Mapping[str, str] | None = None, *, hsts: bool = False, no_store: bool = False) -> None:
         self.app = app
-        self.extra = [(b"strict-transport-security", b"max-age=31536000")] if hsts else []
+        extra = dict(DEFAULT_SECURITY_HEADERS if headers is None else headers)
+        if hsts:
+            extra["Strict-Transport-Security"] = "max-age=31536000"
+        if no_store:
+            extra["Cache-Control"] = "no-store"
+        self.headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -48,11 +57,8 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                names = {name for name, _ in headers}
-                headers.extend(h for h in _SECURITY_HEADERS + self.extra if h[0] not in names)
-                if b"content-security-policy" not in names:
-                    headers.append((b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"))
-                message["headers"] = headers
+                present = {name.lower() for name, _ in headers}
+                message["headers"] = headers + [(name, value) for name, value in self.headers if name not in present]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -6,7 +6,6 @@ Every error names the file and the key path, e.g.
 
 from __future__ import annotations
 
-import copy
 import os
 import tomllib
 from collections.abc import Mapping
@@ -16,6 +15,8 @@ from typing import Any
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
+
+from roadkit.config.files import deep_merge
 
 
 class ConfigError(ValueError):
@@ -164,17 +165,6 @@ def config_from_mapping(data: Mapping[str, Any], *, source: str = "<mapping>", b
     if base_dir is not None and database != ":memory:" and not Path(database).is_absolute():
         config = attrs.evolve(config, backend=attrs.evolve(config.backend, database=str(base_dir / database)))
     return config
-
-
-def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``overrides`` into a copy of ``base``; nested tables merge, other values replace."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def load_config(path: str | Path, *, overrides: Mapping[str, Any] | None = None) -> ClientConfig:

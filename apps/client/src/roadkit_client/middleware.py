@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from roadkit.app import SecurityHeaders
+
+__all__ = ["API_SECURITY_HEADERS", "BodyLimit", "SecurityHeaders"]
 
 API_SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -14,34 +17,6 @@ API_SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
     "Cross-Origin-Resource-Policy": "same-site",
 }
-
-
-class SecurityHeaders:
-    """Add fixed security headers (and HSTS over https) to every response that lacks them."""
-
-    def __init__(self, app: ASGIApp, headers: Mapping[str, str], *, hsts: bool = False, no_store: bool = False) -> None:
-        self.app = app
-        extra = dict(headers)
-        if hsts:
-            extra["Strict-Transport-Security"] = "max-age=31536000"
-        if no_store:
-            extra["Cache-Control"] = "no-store"
-        self.headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                present = {name.lower() for name, _ in message.get("headers", [])}
-                message["headers"] = list(message.get("headers", [])) + [
-                    (name, value) for name, value in self.headers if name not in present
-                ]
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
 
 
 class BodyLimit:

@@ -36,10 +36,11 @@ from typing import Any
 
 import attrs
 
+from roadkit.config.files import deep_merge
 from roadkit.servers import ServerThread, bound_socket
 
 from .backend import create_backend_app
-from .config import ClientConfig, config_from_mapping, deep_merge
+from .config import ClientConfig, config_from_mapping
 from .static_app import create_static_app
 
 

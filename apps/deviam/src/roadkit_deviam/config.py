@@ -6,7 +6,6 @@ classes, and every error names the file, the key path and what was expected.
 
 from __future__ import annotations
 
-import copy
 import tomllib
 import uuid
 from collections.abc import Mapping
@@ -17,6 +16,8 @@ from typing import Any
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
+
+from roadkit.config.files import deep_merge
 
 #: Namespace for the stable per-user subject identifiers (``sub``) derived from realm + username.
 _SUBJECT_NAMESPACE = uuid.UUID("0c9d6a52-5d3e-4b8e-9a57-6a4c2f7e4a10")
@@ -168,17 +169,6 @@ def example_mapping() -> dict[str, Any]:
     """The packaged example configuration (``example.toml``) as a fresh mapping."""
     text = resources.files("roadkit_deviam").joinpath("example.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
-
-
-def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``overrides`` into a copy of ``base``; nested tables merge, everything else replaces."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def load_config(path: str | Path, *, overrides: Mapping[str, Any] | None = None) -> IamConfig:

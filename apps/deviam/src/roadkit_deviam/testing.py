@@ -23,10 +23,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from roadkit.config.files import deep_merge
 from roadkit.servers import ServerThread, bound_socket
 
 from .app import create_app
-from .config import IamConfig, config_from_mapping, deep_merge, example_mapping
+from .config import IamConfig, config_from_mapping, example_mapping
 
 REALM = "roadkit"
 PUBLIC_CLIENT_ID = "roadkit-app"

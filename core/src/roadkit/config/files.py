@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +41,14 @@ def resolve(base: Path, value: str | Path) -> Path:
     """A path from a configuration file, relative to the folder of that file."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else (base.parent / path).resolve()
+
+
+def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``overrides`` into a copy of ``base``; nested tables merge, other values replace."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
