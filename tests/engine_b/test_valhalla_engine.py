@@ -149,13 +149,12 @@ async def test_walking_speed_is_configurable_per_cost(variant: Path) -> None:
 
 
 async def test_banned_constraint_changes_the_route_like_a_direct_exclusion(source: ValhallaSource, actor: Any) -> None:
-    points = (TUNNEL_START, TUNNEL_END)
+    points = (START, TUNNEL_END)
     free = await source.route(RouteRequest(points, Cost("car", "fastest"), steps=True))
     banned = Constraint("banned", "waytype", "=", "tunnel", field="exclude_tunnels")
     avoided = await source.route(RouteRequest(points, Cost("car", "fastest"), steps=True, constraints=(banned,)))
-    assert "Tunnel Rocher Palais" in {s.attributes["name"] for s in free.portions[0].steps}
-    assert "Tunnel Rocher Palais" not in {s.attributes["name"] for s in avoided.portions[0].steps}
-    assert avoided.distance != pytest.approx(free.distance, rel=0.01)
+    assert avoided.geometry != free.geometry
+    assert avoided.distance > free.distance * 1.2
     expected = direct_route(actor, points, "auto", {"auto": {"exclude_tunnels": True}})
     assert avoided.distance == pytest.approx(expected["length"] * 1000, rel=0.01)
 
