@@ -7,6 +7,7 @@ kept in a pool that every request borrows from and gives back. No request ever c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 from collections.abc import Callable, Sequence
@@ -134,7 +135,8 @@ class ValhallaSource(Source):
 
     async def connect(self) -> None:
         try:
-            self._actors = await self.run_blocking(self._create_actors)
+            # Loading is not a request: the request time-out does not bound it.
+            self._actors = await asyncio.get_running_loop().run_in_executor(self.executor(), self._create_actors)
         except Exception as exc:
             self._actors = None
             self.fail(f"cannot load Valhalla from {self.options.storage.config}: {exc}")

@@ -1,0 +1,187 @@
+"""The Actor pool, the time-out and response-size limits, load failures and configuration errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roadkit.app import create_app
+from roadkit.config import load_service
+from roadkit.config.loader import read_source
+from roadkit.errors import ConfigurationError
+from roadkit.model import Cost, RouteRequest
+from roadkit.plugins import Plugins
+from roadkit.service import Service
+from roadkit.source import SourceState
+from roadkit_valhalla import ValhallaSource
+from tests.engine_b.conftest import END, START, edit_source
+
+ROUTE = "/simple/1.0.0/route"
+ISOCHRONE = "/simple/1.0.0/isochrone"
+NEAREST = "/simple/1.0.0/nearest"
+ROUTE_PARAMS = {"resource": "monaco-valhalla", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}
+ISO_PARAMS = {"resource": "monaco-valhalla", "point": "7.41337,43.72956", "costType": "time", "costValue": "600"}
+
+
+def service_of(example: Path) -> Service:
+    return Service(load_service(example / "service.toml"), Plugins.create())
+
+
+def test_actors_are_created_once_per_engine_thread_and_reused(variant: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import valhalla
+    from starlette.testclient import TestClient
+
+    created: list[Any] = []
+
+    class CountingActor(valhalla.Actor):  # type: ignore[misc]
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            created.append(self)
+
+    monkeypatch.setattr(valhalla, "Actor", CountingActor)
+    edit_source(variant, limits={"threads": 2})
+    service = service_of(variant)
+    with TestClient(create_app(service)) as client:
+        assert len(created) == 2
+        for i in range(10):
+            assert client.get(ROUTE, params={**ROUTE_PARAMS, "profile": ["car", "pedestrian"][i % 2]}).status_code == 200
+            assert client.get(ISOCHRONE, params={**ISO_PARAMS, "costValue": str(60 + i)}).status_code == 200
+            assert client.get(NEAREST, params={"resource": "monaco-valhalla", "coordinates": "7.41337,43.72956"}).status_code == 200
+        assert len(created) == 2
+    assert service.sources["monaco-valhalla"].threads() == 2
+
+
+async def test_concurrent_requests_on_the_pool_answer_like_sequential_ones(valhalla_example: Path) -> None:
+    source = ValhallaSource.from_config(read_source(valhalla_example / "sources" / "monaco-valhalla.source"))
+    await source.connect()
+    rng = random.Random(7)
+    requests = [
+        RouteRequest(((rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748)), (rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748))), Cost("car", "fastest"))
+        for _ in range(40)
+    ]
+    sequential = [(await source.route(r)).distance for r in requests]
+    concurrent = [r.distance for r in await asyncio.gather(*(source.route(r) for r in requests))]
+    await source.disconnect()
+    assert concurrent == sequential
+
+
+def test_a_request_over_the_time_out_is_a_504_and_the_source_stays_usable(variant: Path) -> None:
+    from starlette.testclient import TestClient
+
+    edit_source(variant, timeout=0.0005)
+    service = service_of(variant)
+    with TestClient(create_app(service)) as client:
+        response = client.get(ISOCHRONE, params={**ISO_PARAMS, "profile": "pedestrian", "costValue": "3600"})
+        assert response.status_code == 504, response.text
+        assert response.json()["error"] == {
+            "errorType": "engine_timeout",
+            "message": "The engine of source monaco-valhalla did not answer within 0.0005 s",
+        }
+        source = service.sources["monaco-valhalla"]
+        assert source.state is SourceState.GREEN and service.health()["state"] == "green"
+        source.timeout = 10.0
+        assert client.get(ISOCHRONE, params={**ISO_PARAMS, "profile": "pedestrian", "costValue": "3600"}).status_code == 200
+
+
+def test_an_answer_over_the_size_limit_is_refused_and_the_source_stays_usable(variant: Path) -> None:
+    from starlette.testclient import TestClient
+
+    edit_source(variant, limits={"max_response_bytes": 4000})
+    with TestClient(create_app(service_of(variant))) as client:
+        response = client.get(ROUTE, params={**ROUTE_PARAMS, "getSteps": "true"})
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["errorType"] == "response_too_large"
+        assert "larger than the 4000 bytes source monaco-valhalla accepts" in error["message"] and "getSteps=false" in error["message"]
+        assert client.get(ROUTE, params={**ROUTE_PARAMS, "getSteps": "false"}).status_code == 200
+        assert client.get(NEAREST, params={"resource": "monaco-valhalla", "coordinates": "7.41337,43.72956"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("storage", "reason"),
+    [
+        ({"config": "../data/valhalla/missing.json"}, "cannot read the Valhalla configuration"),
+        ({"config": "empty.json"}, "points to no tiles"),
+    ],
+)
+async def test_an_actor_that_cannot_load_leaves_the_source_red_and_the_service_up(variant: Path, storage: dict[str, str], reason: str) -> None:
+    (variant / "sources" / "empty.json").write_text(json.dumps({"mjolnir": {"tile_dir": str(variant / "no-tiles")}}))
+    edit_source(variant, storage=storage)
+    service = service_of(variant)
+    await service.start()
+    health = service.health()
+    assert service.state == "ready" and service.resources == {}
+    (entry,) = health["sources"]
+    assert entry["state"] == "red" and reason in entry["reason"] and "monaco-valhalla" not in service.resources
+    await service.stop()
+
+
+async def test_an_actor_constructor_failure_is_caught(variant: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import valhalla
+
+    def broken(config: Any) -> Any:
+        raise RuntimeError("Failed to load tiles: corrupt tile header")
+
+    monkeypatch.setattr(valhalla, "Actor", broken)
+    service = service_of(variant)
+    await service.start()
+    (entry,) = service.health()["sources"]
+    assert entry["state"] == "red" and "corrupt tile header" in entry["reason"]
+    await service.stop()
+
+
+async def test_requests_before_connecting_are_a_503(valhalla_example: Path) -> None:
+    source = ValhallaSource.from_config(read_source(valhalla_example / "sources" / "monaco-valhalla.source"))
+    from roadkit.errors import SourceUnavailable
+
+    with pytest.raises(SourceUnavailable):
+        await source.route(RouteRequest((START, END), Cost("car", "fastest")))
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"costs": [{"profile": "car", "optimization": "fastest", "costing": "hovercraft"}]}, "costs[0].costing: expected one of"),
+        ({"costs": [{"profile": "car", "costing": "auto"}]}, "costs[0]: expected an optimization (routes) or a cost_type (isochrones), got neither"),
+        ({"costs": [{"profile": "car", "optimization": "fastest", "costing": "auto"}] * 2}, "costs[1]: profile 'car' with optimization 'fastest' is already costs[0]"),
+        ({"costs": [{"profile": "p", "cost_type": "time", "costing": "pedestrian", "walking_speed": 90}]}, "costs[0].walking_speed: expected km/h between 0.5 and 25, got 90"),
+        ({"costs": [{"profile": "car", "cost_type": "money", "costing": "auto"}]}, "costs[0].cost_type"),
+        ({"costs": []}, "costs: expected at least one cost"),
+        ({"storage": {"config": 3}}, "storage.config: expected a string, got 3"),
+        ({"costs": [{"optimization": "fastest", "costing": "auto"}]}, "costs[0].profile: required key is missing"),
+        ({"limits": {"threads": 0}}, "limits.threads: expected a positive integer, got 0"),
+        ({"limits": {"max_response_bytes": "big"}}, "limits.max_response_bytes: expected an integer, got 'big'"),
+        ({"limits": {"speed": 3}}, "limits: unknown key(s) speed"),
+        ({"projection": "EPSG:2154"}, "projection: Valhalla works in EPSG:4326"),
+    ],
+)
+def test_configuration_errors_name_file_key_and_expectation(variant: Path, changes: dict[str, Any], problem: str) -> None:
+    path = edit_source(variant, **changes)
+    with pytest.raises(ConfigurationError) as raised:
+        ValhallaSource.from_config(read_source(path))
+    assert any(p.startswith(f"{path}: ") and problem in p for p in raised.value.problems), raised.value.problems
+
+
+def test_road2_source_files_are_accepted(variant: Path) -> None:
+    road2 = {
+        "source": {
+            "id": "bdtopo-valhalla", "type": "valhalla", "projection": "EPSG:4326", "bbox": "7.349,43.71,7.491,43.77",
+            "storage": {"tar": "../data/valhalla/tiles.tar", "dir": "../data/valhalla/tiles", "config": "../data/valhalla/valhalla.json"},
+            "costs": [
+                {"profile": "car", "optimization": "fastest", "costType": "time", "costing": "auto"},
+                {"profile": "car", "optimization": "shortest", "costType": "distance", "costing": "auto_shorter"},
+                {"profile": "pedestrian", "optimization": "shortest", "costType": "distance", "costing": "pedestrian"},
+            ],
+        }
+    }
+    path = variant / "sources" / "road2.source"
+    path.write_text(json.dumps(road2))
+    source = ValhallaSource.from_config(read_source(path))
+    assert source.resolve_cost(Cost("car", "shortest")).options == {"auto": {"shortest": True}}
+    assert source.resolve_cost(Cost("pedestrian", cost_type="distance")).costing == "pedestrian"
+    assert source.options.storage.tar == (variant / "data" / "valhalla" / "tiles.tar").resolve()
