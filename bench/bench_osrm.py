@@ -13,9 +13,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from common import free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+import osrm
+from common import Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "monaco"
@@ -51,10 +53,15 @@ def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: 
     return server
 
 
+def measure(name: str, urls: list[str], concurrencies: list[int], duration: float, check: Callable[[int, bytes], bool]) -> dict[int, Result]:
+    """One load run per concurrency against a server that is already up."""
+    return {c: load(f"{name} c={c}", urls, concurrency=c, duration=duration, check=check) for c in concurrencies}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8], help="one run per value")
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()
 
@@ -65,8 +72,9 @@ def main() -> None:
         pairs = random_pairs(args.requests)
         osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
 
+        routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
         routed = subprocess.Popen(
-            [sys.executable, "-m", "osrm", "routed", "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", str(1), str(dataset)],
+            [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", "1", str(dataset)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_server,
         )
         try:
@@ -75,8 +83,8 @@ def main() -> None:
                 f"http://127.0.0.1:{osrm_port}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true"
                 for a, b in pairs
             ]
-            engine = load(f"osrm-routed (-t {1})", osrm_urls, concurrency=args.concurrency, duration=args.duration,
-                          check=lambda status, body: status == 200 and json.loads(body)["code"] == "Ok")
+            engine = measure("osrm-routed -t 1", osrm_urls, args.concurrency, args.duration,
+                             lambda status, body: status == 200 and json.loads(body)["code"] == "Ok")
         finally:
             routed.terminate()
             routed.wait()
@@ -88,19 +96,20 @@ def main() -> None:
         try:
             wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
             roadkit_urls = [
-                f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false&timeUnit=second"
+                f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}"
+                "&getSteps=true&getBbox=false&timeUnit=second"
                 for a, b in pairs
             ]
-            ours = load(f"roadkit ({1} process)", roadkit_urls, concurrency=args.concurrency, duration=args.duration,
-                        check=lambda status, body: status == 200)
+            ours = measure("roadkit, 1 process", roadkit_urls, args.concurrency, args.duration, lambda status, body: status == 200)
         finally:
             serve.terminate()
             serve.wait()
 
-    report(
-        f"Monaco car routes with steps and full GeoJSON geometry, {args.concurrency} concurrent clients, {1} core(s) per server",
-        engine, ours, min_ratio=0.5, max_extra_p50_ms=1.0,
-    )
+    for concurrency in args.concurrency:
+        report(
+            f"Monaco car routes with steps and full GeoJSON geometry, {concurrency} concurrent client(s), one core per server",
+            engine[concurrency], ours[concurrency], min_ratio=0.5, max_extra_p50_ms=1.0,
+        )
 
 
 if __name__ == "__main__":

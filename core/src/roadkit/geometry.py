@@ -111,9 +111,9 @@ def write_geometry(geometry: dict[str, Any], fmt: str) -> Any:
     raise ValueError(f"unknown geometry format {fmt}")
 
 
-def line(coords: list[Coord]) -> dict[str, Any]:
-    """A GeoJSON LineString dict."""
-    return {"type": "LineString", "coordinates": [[x, y] for x, y in coords]}
+def line(coords: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """A GeoJSON LineString dict (coordinate tuples serialise as JSON arrays)."""
+    return {"type": "LineString", "coordinates": coords}
 
 
 def bbox(coords: Iterable[Sequence[float]]) -> list[float]:

@@ -235,10 +235,12 @@ class OsrmSource(Source):
         )
         engine = self.engine
         answer = self._call(engine, "Route", params)
-        if answer["code"] != "Ok" or len(answer["routes"]) == 0:
+        # Every item access copies the engine's answer below it: read each part once.
+        routes = answer["routes"]
+        if answer["code"] != "Ok" or len(routes) == 0:
             raise NoPathFound("No route found")
         waypoints = [(w["location"][0], w["location"][1]) for w in answer["waypoints"]]
-        route = answer["routes"][0]
+        route = routes[0]
         geometry = _coords(route["geometry"])
         portions = []
         cursor = 0
