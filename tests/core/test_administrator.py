@@ -118,3 +118,39 @@ async def test_the_admin_port_in_use_is_a_clear_error(tmp_path: Path, plugins: P
         await admin.stop()
     finally:
         blocker.close()
+
+
+async def test_a_service_listens_with_https_on_a_self_signed_expired_certificate(tmp_path: Path, plugins: Plugins) -> None:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    # Self-signed and expired in 2020: a certificate's validity is the operator's business, never a start-up error.
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC))
+        .not_valid_after(datetime.datetime(2020, 1, 2, tzinfo=datetime.UTC))
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    admin_port, https_port, http_port = free_port(), free_port(), free_port()
+    path = server_file(tmp_path, admin_port, http_port)
+    service = tmp_path / "service.toml"
+    service.write_text(service.read_text() + f'\n[[listeners]]\nid = "secure"\nport = {https_port}\ncertfile = "cert.pem"\nkeyfile = "key.pem"\n')
+    admin = Administrator(load_server(path), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(verify=False) as client:
+            secure = await client.get(f"https://127.0.0.1:{https_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"})
+            plain = await client.get(f"http://127.0.0.1:{http_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"})
+        assert secure.status_code == plain.status_code == 200
+        assert secure.headers["strict-transport-security"] == "max-age=31536000"
+    finally:
+        await admin.stop()
