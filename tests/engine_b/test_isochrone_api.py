@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -44,8 +45,18 @@ def test_get_and_post_give_the_same_answer(client: TestClient) -> None:
 def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClient) -> None:
     body = get(client).json()
     assert list(body) == [
-        "point", "resource", "resourceVersion", "costType", "costValue", "timeUnit", "profile", "direction", "crs",
-        "geometry", "constraints", "reachable",
+        "point",
+        "resource",
+        "resourceVersion",
+        "costType",
+        "costValue",
+        "timeUnit",
+        "profile",
+        "direction",
+        "crs",
+        "geometry",
+        "constraints",
+        "reachable",
     ]
     assert body["point"] == BASE["point"] and body["resourceVersion"] == "2016-03-05"
     assert (body["costType"], body["costValue"], body["timeUnit"]) == ("time", 300.0, "second")
@@ -71,7 +82,10 @@ def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClie
         ({"costValue": "60|120|180|240|300|360"}, "Parameter 'costValue' is invalid: expected between 1 and 5 values"),
         ({"costValue": "60|60"}, "Parameter 'costValue' is invalid: expected distinct values"),
         ({"profile": "bicycle"}, "Parameter 'profile' is invalid: expected one of car, pedestrian, multimodal"),
-        ({"profile": "multimodal", "costType": "distance"}, "Parameter 'profile' is invalid: profile 'multimodal' and costType 'distance' are not compatible"),
+        (
+            {"profile": "multimodal", "costType": "distance"},
+            "Parameter 'profile' is invalid: profile 'multimodal' and costType 'distance' are not compatible",
+        ),
         ({"direction": "both"}, "Parameter 'direction' is invalid: expected one of departure, arrival"),
         ({"geometryFormat": "kml"}, "Parameter 'geometryFormat' is invalid: expected one of geojson, polyline, wkt"),
         ({"crs": "EPSG:27700"}, "Parameter 'crs' is invalid: expected one of EPSG:4326, EPSG:3857, EPSG:2154"),
@@ -79,10 +93,22 @@ def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClie
         ({"costType": "distance", "distanceUnit": "mile"}, "Parameter 'distanceUnit' is invalid: expected one of meter, kilometer"),
         ({"date_time": "2026-06-15 08:00"}, "Parameter 'date_time' is invalid: expected format YYYY-MM-DDTHH:mm"),
         ({"date_time": "2026-02-30T08:00"}, "Parameter 'date_time' is invalid: '2026-02-30T08:00' is not a valid date"),
-        ({"constraints": '{"constraintType":"banned","key":"colour","operator":"=","value":"red"}'}, "Parameter 'constraints' is invalid: key"),
-        ({"constraints": '{"constraintType":"avoid","key":"wayType","operator":"=","value":"tunnel"}'}, "Parameter 'constraints' is invalid: constraintType"),
-        ({"constraints": '{"constraintType":"banned","key":"wayType","operator":"!=","value":"tunnel"}'}, "Parameter 'constraints' is invalid: operator"),
-        ({"constraints": '{"constraintType":"banned","key":"wayType","operator":"=","value":"bus"}'}, "Parameter 'constraints' is invalid: value"),
+        (
+            {"constraints": '{"constraintType":"banned","key":"colour","operator":"=","value":"red"}'},
+            "Parameter 'constraints' is invalid: key",
+        ),
+        (
+            {"constraints": '{"constraintType":"avoid","key":"wayType","operator":"=","value":"tunnel"}'},
+            "Parameter 'constraints' is invalid: constraintType",
+        ),
+        (
+            {"constraints": '{"constraintType":"banned","key":"wayType","operator":"!=","value":"tunnel"}'},
+            "Parameter 'constraints' is invalid: operator",
+        ),
+        (
+            {"constraints": '{"constraintType":"banned","key":"wayType","operator":"=","value":"bus"}'},
+            "Parameter 'constraints' is invalid: value",
+        ),
         ({"resource": "nowhere"}, "Parameter 'resource' is invalid: 'nowhere' does not exist"),
         ({"resource": None}, "Parameter 'resource' not found"),
     ],
@@ -92,7 +118,7 @@ def test_bad_input_is_a_400_naming_the_parameter(client: TestClient, params: dic
     assert message in error_of(client.get(ISOCHRONE, params=query))
     post_query = {k: v for k, v in query.items()}
     if "constraints" in post_query:
-        post_query["constraints"] = [__import__("json").loads(post_query["constraints"])]
+        post_query["constraints"] = [json.loads(post_query["constraints"])]
     assert message in error_of(client.post(ISOCHRONE, json=post_query))
 
 
@@ -173,8 +199,12 @@ def test_date_time_is_accepted(client: TestClient) -> None:
 
 def test_banned_constraint_shrinks_the_area(client: TestClient) -> None:
     free = get(client, point="7.4167,43.7284", costValue="180").json()
-    banned = get(client, point="7.4167,43.7284", costValue="180",
-                 constraints='{"constraintType":"banned","key":"wayType","operator":"=","value":"tunnel"}').json()
+    banned = get(
+        client,
+        point="7.4167,43.7284",
+        costValue="180",
+        constraints='{"constraintType":"banned","key":"wayType","operator":"=","value":"tunnel"}',
+    ).json()
     assert banned["constraints"] == [{"type": "banned", "key": "waytype", "operator": "=", "value": "tunnel"}]
     assert area(banned["geometry"]) < area(free["geometry"]) * 0.95
 

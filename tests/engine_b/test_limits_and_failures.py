@@ -61,7 +61,10 @@ async def test_concurrent_requests_on_the_pool_answer_like_sequential_ones(valha
     await source.connect()
     rng = random.Random(7)
     requests = [
-        RouteRequest(((rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748)), (rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748))), Cost("car", "fastest"))
+        RouteRequest(
+            ((rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748)), (rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748))),
+            Cost("car", "fastest"),
+        )
         for _ in range(40)
     ]
     sequential = [(await source.route(r)).distance for r in requests]
@@ -109,7 +112,9 @@ def test_an_answer_over_the_size_limit_is_refused_and_the_source_stays_usable(va
         ({"config": "empty.json"}, "points to no tiles"),
     ],
 )
-async def test_an_actor_that_cannot_load_leaves_the_source_red_and_the_service_up(variant: Path, storage: dict[str, str], reason: str) -> None:
+async def test_an_actor_that_cannot_load_leaves_the_source_red_and_the_service_up(
+    variant: Path, storage: dict[str, str], reason: str
+) -> None:
     (variant / "sources" / "empty.json").write_text(json.dumps({"mjolnir": {"tile_dir": str(variant / "no-tiles")}}))
     edit_source(variant, storage=storage)
     service = service_of(variant)
@@ -147,9 +152,18 @@ async def test_requests_before_connecting_are_a_503(valhalla_example: Path) -> N
     ("changes", "problem"),
     [
         ({"costs": [{"profile": "car", "optimization": "fastest", "costing": "hovercraft"}]}, "costs[0].costing: expected one of"),
-        ({"costs": [{"profile": "car", "costing": "auto"}]}, "costs[0]: expected an optimization (routes) or a cost_type (isochrones), got neither"),
-        ({"costs": [{"profile": "car", "optimization": "fastest", "costing": "auto"}] * 2}, "costs[1]: profile 'car' with optimization 'fastest' is already costs[0]"),
-        ({"costs": [{"profile": "p", "cost_type": "time", "costing": "pedestrian", "walking_speed": 90}]}, "costs[0].walking_speed: expected km/h between 0.5 and 25, got 90"),
+        (
+            {"costs": [{"profile": "car", "costing": "auto"}]},
+            "costs[0]: expected an optimization (routes) or a cost_type (isochrones), got neither",
+        ),
+        (
+            {"costs": [{"profile": "car", "optimization": "fastest", "costing": "auto"}] * 2},
+            "costs[1]: profile 'car' with optimization 'fastest' is already costs[0]",
+        ),
+        (
+            {"costs": [{"profile": "p", "cost_type": "time", "costing": "pedestrian", "walking_speed": 90}]},
+            "costs[0].walking_speed: expected km/h between 0.5 and 25, got 90",
+        ),
         ({"costs": [{"profile": "car", "cost_type": "money", "costing": "auto"}]}, "costs[0].cost_type"),
         ({"costs": []}, "costs: expected at least one cost"),
         ({"storage": {"config": 3}}, "storage.config: expected a string, got 3"),
@@ -170,7 +184,10 @@ def test_configuration_errors_name_file_key_and_expectation(variant: Path, chang
 def test_road2_source_files_are_accepted(variant: Path) -> None:
     road2 = {
         "source": {
-            "id": "bdtopo-valhalla", "type": "valhalla", "projection": "EPSG:4326", "bbox": "7.349,43.71,7.491,43.77",
+            "id": "bdtopo-valhalla",
+            "type": "valhalla",
+            "projection": "EPSG:4326",
+            "bbox": "7.349,43.71,7.491,43.77",
             "storage": {"tar": "../data/valhalla/tiles.tar", "dir": "../data/valhalla/tiles", "config": "../data/valhalla/valhalla.json"},
             "costs": [
                 {"profile": "car", "optimization": "fastest", "costType": "time", "costing": "auto"},

@@ -26,10 +26,26 @@ def modes(body: dict[str, Any]) -> list[str]:
 
 def test_route_response_has_road2_fields(client: TestClient) -> None:
     body = route(client, intermediates="7.4246,43.7383")
-    assert list(body)[:10] == ["resource", "resourceVersion", "start", "end", "profile", "optimization", "geometry", "crs", "distanceUnit", "timeUnit"]
+    assert list(body)[:10] == [
+        "resource",
+        "resourceVersion",
+        "start",
+        "end",
+        "profile",
+        "optimization",
+        "geometry",
+        "crs",
+        "distanceUnit",
+        "timeUnit",
+    ]
     assert len(body["portions"]) == 2 and body["geometry"]["type"] == "LineString"
-    assert body["portions"][0]["steps"][0]["instruction"] == {"type": "depart"} or body["portions"][0]["steps"][0]["instruction"]["type"] == "depart"
-    assert all(set(step) == {"geometry", "attributes", "distance", "duration", "instruction"} for p in body["portions"] for step in p["steps"])
+    assert (
+        body["portions"][0]["steps"][0]["instruction"] == {"type": "depart"}
+        or body["portions"][0]["steps"][0]["instruction"]["type"] == "depart"
+    )
+    assert all(
+        set(step) == {"geometry", "attributes", "distance", "duration", "instruction"} for p in body["portions"] for step in p["steps"]
+    )
 
 
 def test_route_constraints_are_applied_not_dropped(client: TestClient) -> None:
@@ -52,7 +68,9 @@ def test_nearest_has_the_osrm_plugin_shape(client: TestClient) -> None:
     assert list(body) == ["resource", "resourceVersion", "coordinates", "crs", "points"]
     assert [p["id"] for p in body["points"]] == ["0", "1", "2"]
     assert all(len(p["geometry"]) == 2 and p["distance"] >= 0 for p in body["points"])
-    assert client.get(NEAREST, params={"resource": "monaco-valhalla", "coordinates": "7.41337,43.72956", "nbPoints": "11"}).status_code == 400
+    assert (
+        client.get(NEAREST, params={"resource": "monaco-valhalla", "coordinates": "7.41337,43.72956", "nbPoints": "11"}).status_code == 400
+    )
 
 
 def test_multimodal_route_takes_the_demo_bus(client: TestClient) -> None:

@@ -19,7 +19,7 @@ from roadkit.plugins import Plugins
 from roadkit.source import SourceState
 from roadkit.testing import SourceContract
 from roadkit_valhalla import ValhallaSource
-from tests.engine_b.conftest import END, START, VIA
+from tests.engine_b.conftest import END, START, VIA, edit_source
 
 GEOD = Geod(ellps="WGS84")
 TUNNEL_START, TUNNEL_END = (7.4167, 43.7284), (7.4350, 43.7480)  # Fontvieille → Larvotto, through Tunnel Rocher Palais
@@ -43,9 +43,17 @@ def direct_route(actor: Any, points: Sequence[Coord], costing: str, options: dic
     return actor.route(body)["trip"]["summary"]
 
 
-def direct_isochrone(actor: Any, point: Coord, costing: str, contour: dict[str, float], options: dict[str, Any] | None = None, **extra: Any) -> Any:
-    body = {"locations": [{"lon": point[0], "lat": point[1]}], "costing": costing, "costing_options": options or {},
-            "contours": [contour], "polygons": True, **extra}
+def direct_isochrone(
+    actor: Any, point: Coord, costing: str, contour: dict[str, float], options: dict[str, Any] | None = None, **extra: Any
+) -> Any:
+    body = {
+        "locations": [{"lon": point[0], "lat": point[1]}],
+        "costing": costing,
+        "costing_options": options or {},
+        "contours": [contour],
+        "polygons": True,
+        **extra,
+    }
     return actor.isochrone(body)["features"][0]["geometry"]
 
 
@@ -73,8 +81,11 @@ def test_plugin_is_discovered_through_its_entry_point() -> None:
 
 def test_source_declares_every_cost_of_its_file(source: ValhallaSource) -> None:
     assert set(source.costs()) == {
-        Cost("car", "fastest", "time"), Cost("car", "shortest", "distance"), Cost("pedestrian", "fastest", "time"),
-        Cost("pedestrian", "shortest", "distance"), Cost("multimodal", "fastest", "time"),
+        Cost("car", "fastest", "time"),
+        Cost("car", "shortest", "distance"),
+        Cost("pedestrian", "fastest", "time"),
+        Cost("pedestrian", "shortest", "distance"),
+        Cost("multimodal", "fastest", "time"),
     }
     assert source.resolve_cost(Cost("car", "shortest")).options == {"auto": {"shortest": True}}
     assert source.resolve_cost(Cost("car", cost_type="time")).costing == "auto"
@@ -108,8 +119,24 @@ async def test_steps_have_osrm_instructions_and_way_names(source: ValhallaSource
     result = await source.route(RouteRequest((TUNNEL_START, TUNNEL_END), Cost("car", "fastest"), steps=True))
     steps = result.portions[0].steps
     assert steps[0].instruction["type"] == "depart" and steps[-1].instruction["type"] == "arrive"
-    vocabulary = {"depart", "arrive", "turn", "new name", "continue", "merge", "on ramp", "off ramp", "fork", "end of road",
-                  "roundabout", "rotary", "exit roundabout", "exit rotary", "roundabout turn", "notification"}
+    vocabulary = {
+        "depart",
+        "arrive",
+        "turn",
+        "new name",
+        "continue",
+        "merge",
+        "on ramp",
+        "off ramp",
+        "fork",
+        "end of road",
+        "roundabout",
+        "rotary",
+        "exit roundabout",
+        "exit rotary",
+        "roundabout turn",
+        "notification",
+    }
     assert {s.instruction["type"] for s in steps} <= vocabulary
     assert all(set(s.instruction) <= {"type", "modifier", "exit"} for s in steps)
     assert "Tunnel Rocher Palais" in {s.attributes["name"] for s in steps}
@@ -134,9 +161,8 @@ async def test_pedestrian_walks_at_4_kmh_by_default(source: ValhallaSource, acto
 
 
 async def test_walking_speed_is_configurable_per_cost(variant: Path) -> None:
-    from tests.engine_b.conftest import edit_source
-
     import tomllib
+
     costs = tomllib.loads((variant / "sources" / "monaco-valhalla.source").read_text())["costs"]
     for cost in costs:
         if cost["costing"] == "pedestrian":
@@ -174,13 +200,23 @@ async def test_loose_constraints_are_refused_naming_the_parameter(source: Valhal
     ],
 )
 async def test_isochrone_area_equals_a_direct_actor_call(
-    source: ValhallaSource, actor: Any, profile: str, cost_type: str, value: float, costing: str, contour: dict[str, float], options: dict[str, Any]
+    source: ValhallaSource,
+    actor: Any,
+    profile: str,
+    cost_type: str,
+    value: float,
+    costing: str,
+    contour: dict[str, float],
+    options: dict[str, Any],
 ) -> None:
     result = await source.isochrone(IsochroneRequest(START, Cost(profile, cost_type=cost_type), (value,)))  # type: ignore[arg-type]
     (geometry,) = result.geometries
     polygon = shape(geometry)
     assert geometry["type"] in ("Polygon", "MultiPolygon") and polygon.is_valid
-    assert polygon.contains(shape({"type": "Point", "coordinates": list(START)})) or polygon.distance(shape({"type": "Point", "coordinates": list(START)})) < 0.001
+    assert (
+        polygon.contains(shape({"type": "Point", "coordinates": list(START)}))
+        or polygon.distance(shape({"type": "Point", "coordinates": list(START)})) < 0.001
+    )
     expected = direct_isochrone(actor, START, costing, contour, options)
     assert area_m2(geometry) == pytest.approx(area_m2(expected), rel=0.01)
 

@@ -12,6 +12,7 @@ The output is deterministic, so the committed feed can be checked against a fres
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ def _stops_along(actor: object, start: tuple[float, float], end: tuple[float, fl
     travelled, next_stop = 0.0, 0.0
     for step in answer["routes"][0]["legs"][0]["steps"]:
         coords = step["geometry"]["coordinates"]
-        for a, b in zip(coords, coords[1:], strict=False):
+        for a, b in itertools.pairwise(coords):
             if travelled >= next_stop and step["name"]:
                 stops.append((step["name"], round(a[0], 6), round(a[1], 6)))
                 next_stop = travelled + STOP_SPACING_M
@@ -93,7 +94,7 @@ def main(config: str) -> int:
                 label = street if names[street] == 1 else f"{street} {names[street]}"
                 stops[(lon, lat)] = [f"S{len(stops) + 1:03d}", f"{label} (fictitious)", lat, lon]
             line_stops.append(stops[(lon, lat)])
-        hops = [max(1, round(_meters((a[3], a[2]), (b[3], b[2])) / BUS_SPEED_MPS / 60)) for a, b in zip(line_stops, line_stops[1:], strict=False)]
+        hops = [max(1, round(_meters((a[3], a[2]), (b[3], b[2])) / BUS_SPEED_MPS / 60)) for a, b in itertools.pairwise(line_stops)]
         for direction, ordered, times in ((0, line_stops, hops), (1, line_stops[::-1], hops[::-1])):
             for departure in range(FIRST_DEPARTURE_MIN, LAST_DEPARTURE_MIN + 1, HEADWAY_MIN):
                 trip_id = f"{route_id}-{direction}-{_clock(departure)[:5].replace(':', '')}"
@@ -103,16 +104,29 @@ def main(config: str) -> int:
                     stop_times.append([trip_id, _clock(clock), _clock(clock), stop[0], seq + 1])
                     if seq < len(times):
                         clock += times[seq] + DWELL_MIN
-    _write("agency.txt", ["agency_id", "agency_name", "agency_url", "agency_timezone", "agency_lang"],
-           [["DEMO", "roadkit demo buses (fictitious)", "https://example.org/roadkit", "Europe/Monaco", "fr"]])
+    _write(
+        "agency.txt",
+        ["agency_id", "agency_name", "agency_url", "agency_timezone", "agency_lang"],
+        [["DEMO", "roadkit demo buses (fictitious)", "https://example.org/roadkit", "Europe/Monaco", "fr"]],
+    )
     _write("stops.txt", ["stop_id", "stop_name", "stop_lat", "stop_lon"], list(stops.values()))
-    _write("routes.txt", ["route_id", "agency_id", "route_short_name", "route_long_name", "route_type", "route_color", "route_text_color"], routes)
+    _write(
+        "routes.txt",
+        ["route_id", "agency_id", "route_short_name", "route_long_name", "route_type", "route_color", "route_text_color"],
+        routes,
+    )
     _write("trips.txt", ["route_id", "service_id", "trip_id", "trip_headsign", "direction_id"], trips)
     _write("stop_times.txt", ["trip_id", "arrival_time", "departure_time", "stop_id", "stop_sequence"], stop_times)
-    _write("calendar.txt", ["service_id", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "start_date", "end_date"],
-           [["EVERYDAY", 1, 1, 1, 1, 1, 1, 1, "20200101", "20391231"]])
-    _write("feed_info.txt", ["feed_publisher_name", "feed_publisher_url", "feed_lang", "feed_start_date", "feed_end_date", "feed_version"],
-           [["roadkit example (fictitious data)", "https://example.org/roadkit", "fr", "20200101", "20391231", "1"]])
+    _write(
+        "calendar.txt",
+        ["service_id", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "start_date", "end_date"],
+        [["EVERYDAY", 1, 1, 1, 1, 1, 1, 1, "20200101", "20391231"]],
+    )
+    _write(
+        "feed_info.txt",
+        ["feed_publisher_name", "feed_publisher_url", "feed_lang", "feed_start_date", "feed_end_date", "feed_version"],
+        [["roadkit example (fictitious data)", "https://example.org/roadkit", "fr", "20200101", "20391231", "1"]],
+    )
     print(f"{FEED}: {len(routes)} routes, {len(stops)} stops, {len(trips)} trips, {len(stop_times)} stop times")
     return 0
 

@@ -19,9 +19,7 @@ from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError
 
-COSTINGS = frozenset(
-    {"auto", "bicycle", "bus", "taxi", "truck", "motor_scooter", "motorcycle", "pedestrian", "multimodal", "bikeshare"}
-)
+COSTINGS = frozenset({"auto", "bicycle", "bus", "taxi", "truck", "motor_scooter", "motorcycle", "pedestrian", "multimodal", "bikeshare"})
 WALKING_COSTINGS = frozenset({"pedestrian", "multimodal"})
 DEFAULT_WALKING_SPEED = 4.0  # km/h: Road2's default since 2.2.9 (Valhalla's own is 5.1)
 

@@ -62,15 +62,24 @@ def valhalla_config(
 ) -> dict[str, Any]:
     """A ``valhalla.json`` from Valhalla's own defaults, with roadkit's paths and limits."""
     args = [
-        "--mjolnir-tile-dir", str(tile_dir),
-        "--mjolnir-tile-extract", str(tar or ""),
-        "--mjolnir-timezone", "",
-        "--mjolnir-admin", "",
-        "--mjolnir-transit-dir", str(transit_dir or ""),
-        "--mjolnir-transit-feeds-dir", str(feeds_dir or ""),
-        "--service-limits-isochrone-max-contours", "5",
-        "--service-limits-isochrone-max-time-contour", str(max_time_contour),
-        "--service-limits-isochrone-max-distance-contour", str(max_distance_contour),
+        "--mjolnir-tile-dir",
+        str(tile_dir),
+        "--mjolnir-tile-extract",
+        str(tar or ""),
+        "--mjolnir-timezone",
+        "",
+        "--mjolnir-admin",
+        "",
+        "--mjolnir-transit-dir",
+        str(transit_dir or ""),
+        "--mjolnir-transit-feeds-dir",
+        str(feeds_dir or ""),
+        "--service-limits-isochrone-max-contours",
+        "5",
+        "--service-limits-isochrone-max-time-contour",
+        str(max_time_contour),
+        "--service-limits-isochrone-max-distance-contour",
+        str(max_distance_contour),
     ]
     command = [sys.executable, "-W", "ignore::RuntimeWarning", "-m", "valhalla.valhalla_build_config", *args]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -116,8 +125,9 @@ def build_tiles(
     if not osm.is_file():
         raise RoadkitError(f"OSM extract not found: {osm}", code="prepare_failed", status=400)
     if gtfs is not None and not any(p.is_dir() for p in gtfs.glob("*")):
-        raise RoadkitError(f"GTFS folder {gtfs} holds no feed folder (expected one sub-folder per unzipped feed)", code="prepare_failed", status=400)
-    limits = {"max_time_contour": max_time_contour, "max_distance_contour": max_distance_contour}
+        raise RoadkitError(
+            f"GTFS folder {gtfs} holds no feed folder (expected one sub-folder per unzipped feed)", code="prepare_failed", status=400
+        )
     tile_dir.parent.mkdir(parents=True, exist_ok=True)
     config_path.parent.mkdir(parents=True, exist_ok=True)
     progress.step(f"building Valhalla {builder_version()} tiles from {osm.name}" + (f" with the GTFS feeds of {gtfs}" if gtfs else ""))
@@ -127,7 +137,14 @@ def build_tiles(
         tiles.mkdir()
         build_config = work / "build.json"
         feeds = gtfs.resolve() if gtfs else None
-        config = valhalla_config(tiles, transit_dir=transit if feeds else None, feeds_dir=feeds, quiet=False, **limits)
+        config = valhalla_config(
+            tiles,
+            transit_dir=transit if feeds else None,
+            feeds_dir=feeds,
+            quiet=False,
+            max_time_contour=max_time_contour,
+            max_distance_contour=max_distance_contour,
+        )
         build_config.write_text(json.dumps(config, indent=2))
         if feeds is not None:
             transit.mkdir()
@@ -142,7 +159,7 @@ def build_tiles(
         with tarfile.open(tar, "w") as archive:
             for path in sorted(tile_dir.rglob("*.gph")):
                 archive.add(path, arcname=str(path.relative_to(tile_dir)))
-    final = valhalla_config(tile_dir, tar=tar, quiet=True, **limits)
+    final = valhalla_config(tile_dir, tar=tar, quiet=True, max_time_contour=max_time_contour, max_distance_contour=max_distance_contour)
     config_path.write_text(json.dumps(final, indent=2))
     progress.step(f"tiles ready: {tile_dir} (configuration {config_path})")
     return config_path

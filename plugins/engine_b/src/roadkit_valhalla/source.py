@@ -181,7 +181,9 @@ class ValhallaSource(Source):
     async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
         cost = self.resolve_cost(request.cost)
         body = translate.isochrone_body(request, cost)
-        result: IsochroneResponse = await self.run_blocking(self._run, "isochrone", body, lambda a: translate.isochrone_response(a, request))
+        result: IsochroneResponse = await self.run_blocking(
+            self._run, "isochrone", body, lambda a: translate.isochrone_response(a, request)
+        )
         return result
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:

@@ -61,9 +61,7 @@ def costing_options(cost: ValhallaCost, constraints: Sequence[Constraint]) -> di
     target = "pedestrian" if cost.costing == "multimodal" else cost.costing
     for constraint in constraints:
         if constraint.type != "banned":
-            raise ParameterInvalid(
-                "constraints", f"constraintType '{constraint.type}' is not applied by Valhalla sources; expected banned"
-            )
+            raise ParameterInvalid("constraints", f"constraintType '{constraint.type}' is not applied by Valhalla sources; expected banned")
         if constraint.field:
             name, value = _field_setting(constraint.field)
             options.setdefault(target, {})[name] = value

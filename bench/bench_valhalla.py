@@ -1,0 +1,182 @@
+"""roadkit's simple API against valhalla_service, on the same Monaco tiles, cores and requests.
+
+Run with ``./dev bench`` (or ``python bench/bench_valhalla.py [--duration S] [--concurrency N...] [--threads T]``).
+Both servers run on the same core with the same number of engine threads: ``valhalla_service
+<config> T`` (from the pyvalhalla wheel) and one roadkit process whose Valhalla source holds T
+Actors. Both answer the same requests: car routes in Valhalla's OSRM format with steps and GeoJSON
+shapes, and 5-minute car isochrones as polygons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+from pathlib import Path
+
+import valhalla
+from common import MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "monaco"
+ROUTE_OPTIONS = {"costing": "auto", "directions_options": {"format": "osrm"}, "shape_format": "geojson"}
+
+
+def prepare() -> Path:
+    """Build (or reuse) the example's tiles with the demo bus feed; returns the valhalla.json."""
+    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / f"bench-valhalla-{valhalla.__version__}"
+    config = cache / "valhalla.json"
+    if not config.exists():
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "roadkit.cli",
+                "valhalla-build",
+                str(EXAMPLE / "monaco.osm.pbf"),
+                str(cache),
+                "--gtfs",
+                str(EXAMPLE / "gtfs"),
+            ],
+            check=True,
+        )
+    return config
+
+
+def service_config(workdir: Path, config: Path, port: int) -> Path:
+    """A copy of the tiles' configuration with valhalla_service listening on ``port``."""
+    data = json.loads(config.read_text())
+    data["httpd"]["service"].update(
+        {"listen": f"tcp://127.0.0.1:{port}", "loopback": f"ipc://{workdir}/loopback", "interrupt": f"ipc://{workdir}/interrupt"}
+    )
+    path = workdir / "valhalla-service.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int, admin_port: int) -> Path:
+    """A server file serving only the Valhalla source and resource on free ports."""
+    (workdir / "sources").mkdir()
+    (workdir / "resources").mkdir()
+    (workdir / "sources" / "valhalla.source").write_text(
+        f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{config}"\n[limits]\nthreads = {threads}\n'
+        '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
+    )
+    (workdir / "resources" / "monaco.resource").write_text(
+        'id = "monaco"\ntype = "valhalla"\nsources = ["valhalla"]\n[operations.route]\n[operations.nearest]\n'
+        "[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n"
+    )
+    (workdir / "service.toml").write_text(
+        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
+        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
+    )
+    server = workdir / "server.toml"
+    server.write_text(
+        f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
+        '[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "same-process"\n'
+    )
+    return server
+
+
+def random_points(n: int, seed: int = 7) -> list[tuple[float, float]]:
+    rng = random.Random(seed)
+    xmin, ymin, xmax, ymax = MONACO_BBOX
+    return [(round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)) for _ in range(n)]
+
+
+def engine_urls(
+    port: int, pairs: list[tuple[tuple[float, float], tuple[float, float]]], points: list[tuple[float, float]]
+) -> dict[str, list[str]]:
+    def url(action: str, body: dict[str, object]) -> str:
+        return f"http://127.0.0.1:{port}/{action}?json=" + urllib.parse.quote(json.dumps(body, separators=(",", ":")))
+
+    routes = [url("route", {"locations": [{"lon": a[0], "lat": a[1]}, {"lon": b[0], "lat": b[1]}], **ROUTE_OPTIONS}) for a, b in pairs]
+    isochrones = [
+        url("isochrone", {"locations": [{"lon": p[0], "lat": p[1]}], "costing": "auto", "contours": [{"time": 5.0}], "polygons": True})
+        for p in points
+    ]
+    return {"route": routes, "isochrone": isochrones}
+
+
+def roadkit_urls(
+    port: int, pairs: list[tuple[tuple[float, float], tuple[float, float]]], points: list[tuple[float, float]]
+) -> dict[str, list[str]]:
+    base = f"http://127.0.0.1:{port}/simple/1.0.0"
+    routes = [
+        f"{base}/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false&timeUnit=second" for a, b in pairs
+    ]
+    isochrones = [f"{base}/isochrone?resource=monaco&point={p[0]},{p[1]}&costType=time&costValue=300&timeUnit=second" for p in points]
+    return {"route": routes, "isochrone": isochrones}
+
+
+def measure(name: str, urls: dict[str, list[str]], concurrencies: list[int], duration: float) -> dict[tuple[str, int], Result]:
+    """One load run per operation and concurrency against a server that is already up."""
+    return {
+        (op, c): load(f"{name} {op} c={c}", op_urls, concurrency=c, duration=duration, check=lambda status, body: status == 200)
+        for op, op_urls in urls.items()
+        for c in concurrencies
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8], help="one run per value")
+    parser.add_argument("--threads", type=int, default=1, help="engine threads of both servers (they share one core)")
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+
+    pin_client()
+    config = prepare()
+    pairs, points = random_pairs(args.requests), random_points(args.requests)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        engine_port, service_port, admin_port = free_port(), free_port(), free_port()
+        binary = Path(valhalla.__file__).parent / "bin" / "valhalla_service"
+        service = subprocess.Popen(
+            [str(binary), str(service_config(workdir, config, engine_port)), str(args.threads)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
+        )
+        try:
+            wait_http(engine_urls(engine_port, pairs[:1], points[:1])["route"][0])
+            engine = measure(
+                f"valhalla_service -t {args.threads}", engine_urls(engine_port, pairs, points), args.concurrency, args.duration
+            )
+        finally:
+            service.terminate()
+            service.wait()
+
+        server = roadkit_config(workdir, config, args.threads, service_port, admin_port)
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
+        )
+        try:
+            wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+            ours = measure(f"roadkit, {args.threads} Actor(s)", roadkit_urls(service_port, pairs, points), args.concurrency, args.duration)
+        finally:
+            serve.terminate()
+            serve.wait()
+
+    for op, what in (("route", "car routes with steps and GeoJSON geometry"), ("isochrone", "5-minute car isochrones")):
+        for concurrency in args.concurrency:
+            report(
+                f"Monaco {what}, {concurrency} concurrent client(s), one core and {args.threads} engine thread(s) per server",
+                engine[(op, concurrency)],
+                ours[(op, concurrency)],
+                min_ratio=0.9,
+                max_extra_p50_ms=None,
+            )
+
+
+if __name__ == "__main__":
+    main()
