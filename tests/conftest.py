@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
+from roadkit.cli import main as roadkit_main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "monaco"
@@ -43,3 +46,18 @@ def copy_example(target: Path, data: Path, ignore: tuple[str, ...] = ()) -> Path
     os.symlink(MONACO_PBF, target / "monaco.osm.pbf")
     (target / "data").symlink_to(data, target_is_directory=True)
     return target
+
+
+OSRM_ONLY = ("*valhalla*", "*pgrouting*", "gtfs")
+
+
+@pytest.fixture(scope="session")
+def osrm_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Monaco example (OSRM sources only) whose datasets live in the cache, built when missing."""
+    sources = sorted((EXAMPLE / "sources").glob("monaco-*-*.source"))
+    key = content_key(MONACO_PBF, version("osrm-bindings"), *[p for p in sources if "valhalla" not in p.name])
+    data = cache_root() / f"osrm-monaco-{key}"
+    data.mkdir(parents=True, exist_ok=True)
+    example = copy_example(tmp_path_factory.mktemp("monaco"), data, OSRM_ONLY)
+    assert roadkit_main(["prepare", "--config", str(example / "server.toml")]) == 0
+    return example

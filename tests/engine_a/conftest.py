@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from roadkit.app import create_app
-from roadkit.cli import main as roadkit_main
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from tests.conftest import EXAMPLE, MONACO_PBF, cache_root, content_key, copy_example
-
-OSRM_ONLY = ("*valhalla*", "*pgrouting*", "gtfs")
-
-
-@pytest.fixture(scope="session")
-def osrm_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Monaco example (OSRM sources only) whose datasets live in the cache, built when missing."""
-    sources = sorted((EXAMPLE / "sources").glob("monaco-*-*.source"))
-    key = content_key(MONACO_PBF, version("osrm-bindings"), *[p for p in sources if "valhalla" not in p.name])
-    data = cache_root() / f"osrm-monaco-{key}"
-    data.mkdir(parents=True, exist_ok=True)
-    example = copy_example(tmp_path_factory.mktemp("monaco"), data, OSRM_ONLY)
-    assert roadkit_main(["prepare", "--config", str(example / "server.toml")]) == 0
-    return example
 
 
 @pytest.fixture(scope="session")
