@@ -278,3 +278,15 @@ async def test_disconnect_and_reconnect(source: ValhallaSource) -> None:
     result = await source.route(RouteRequest((START, END), Cost("car", "fastest")))
     assert result.distance > 0
     assert json.dumps(source.health()) == json.dumps({"id": "monaco-valhalla", "type": "valhalla", "state": "green"})
+
+
+def test_invalid_engine_polygons_are_repaired_and_empty_ones_dropped() -> None:
+    from roadkit_valhalla.translate import clean_polygon
+
+    bowtie = {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 1], [1, 0], [0, 1], [0, 0]]]}
+    repaired = clean_polygon(bowtie)
+    assert repaired is not None and shape(repaired).is_valid and shape(repaired).area == pytest.approx(0.5)
+    square = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}
+    assert clean_polygon(square) == {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}
+    assert clean_polygon({"type": "Polygon", "coordinates": []}) is None
+    assert clean_polygon({"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [0, 0]]]}) is None

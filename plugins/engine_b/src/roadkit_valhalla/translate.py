@@ -174,21 +174,41 @@ def isochrone_body(request: IsochroneRequest, cost: ValhallaCost) -> dict[str, A
     return body
 
 
+def _without_repeats(ring: list[list[float]]) -> list[list[float]]:
+    cleaned = [ring[0]]
+    for point in ring[1:]:
+        if point != cleaned[-1]:
+            cleaned.append(point)
+    return cleaned
+
+
 def clean_polygon(geometry: dict[str, Any]) -> dict[str, Any] | None:
-    """A valid Polygon or MultiPolygon from Valhalla's geometry, or None when it has no area."""
+    """A valid Polygon or MultiPolygon from Valhalla's geometry, or None when it has no area.
+
+    Valhalla's polygons are nearly always valid: they are only checked (and their repeated points
+    dropped) without a round trip through shapely; an invalid one is repaired with ``make_valid``.
+    """
     if not geometry.get("coordinates"):
         return None
     try:
-        polygon = shape(geometry)
-    except (ValueError, TypeError, shapely.errors.ShapelyError):
+        if geometry["type"] == "Polygon":
+            # Built from arrays: shapely's shape() walks every coordinate in Python.
+            rings = [shapely.linearrings(ring) for ring in geometry["coordinates"]]
+            polygon = shapely.polygons(rings[0], rings[1:] or None)
+        else:
+            polygon = shape(geometry)
+    except (ValueError, TypeError, KeyError, shapely.errors.ShapelyError):
         return None
-    if not polygon.is_valid:
-        polygon = shapely.make_valid(polygon)
-        parts = [g for g in getattr(polygon, "geoms", [polygon]) if g.geom_type in ("Polygon", "MultiPolygon")]
-        polygon = shapely.union_all(parts) if parts else shapely.Polygon()
-    if polygon.is_empty or polygon.area == 0 or polygon.geom_type not in ("Polygon", "MultiPolygon"):
+    if polygon.is_valid and not polygon.is_empty and polygon.area > 0:
+        if geometry["type"] == "Polygon":
+            return {"type": "Polygon", "coordinates": [_without_repeats(r) for r in geometry["coordinates"]]}
+        return {"type": "MultiPolygon", "coordinates": [[_without_repeats(r) for r in p] for p in geometry["coordinates"]]}
+    repaired = shapely.make_valid(polygon)
+    parts = [g for g in getattr(repaired, "geoms", [repaired]) if g.geom_type in ("Polygon", "MultiPolygon")]
+    result = shapely.union_all(parts) if parts else shapely.Polygon()
+    if result.is_empty or result.area == 0 or result.geom_type not in ("Polygon", "MultiPolygon"):
         return None
-    return dict(mapping(shapely.remove_repeated_points(polygon)))
+    return dict(mapping(shapely.remove_repeated_points(result)))
 
 
 def isochrone_response(answer: dict[str, Any], request: IsochroneRequest) -> IsochroneResponse:
