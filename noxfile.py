@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nox
@@ -62,7 +61,14 @@ def lint(session: nox.Session) -> None:
     session.install("ruff", "mypy")
     session.run("ruff", "check", ".")
     session.install("./apps/deviam", "./apps/client")
-    session.run("mypy", "core/src/roadkit", "apps/deviam/src/roadkit_deviam", "apps/client/src/roadkit_client")
+    session.run(
+        "mypy",
+        "core/src/roadkit",
+        "plugins/engine_a/src/roadkit_osrm",
+        "plugins/engine_b/src/roadkit_valhalla",
+        "apps/deviam/src/roadkit_deviam",
+        "apps/client/src/roadkit_client",
+    )
 
 
 @nox.session(python=PYTHON)
