@@ -19,11 +19,14 @@ def test_logout_in_one_tab_reaches_the_other(context: Any, stack: Any) -> None:
     assert second.evaluate("() => window.__roadkit.status") == "restored"
 
     requests = record_requests(first)
-    first.click("#logout")
+    with first.expect_request(lambda r: "/protocol/openid-connect/logout" in r.url):
+        first.click("#logout")
     # Back from the IAM's end-session endpoint, signed out, not sent to the login form again.
+    # (The wait outlives the navigations: the page that was clicked is gone before the check.)
+    first.wait_for_function(
+        "() => window.__roadkit && window.__roadkit.ready === true && window.__roadkit.status === 'logout'"
+    )
     first.wait_for_url(f"{stack.app_url}/")
-    wait_ready(first)
-    assert first.evaluate("() => window.__roadkit.status") == "logout"
     assert not is_authenticated(first)
     assert first.text_content("#status") == "Signed out"
 

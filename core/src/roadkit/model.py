@@ -7,6 +7,7 @@ source; the API reprojects them into the CRS the user asked for.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -73,6 +74,16 @@ class Step:
     duration: float
     attributes: dict[str, Any] = attrs.field(factory=dict)
     instruction: dict[str, Any] = attrs.field(factory=dict)
+
+
+def way_name(name: str) -> Any:
+    """A way name for step attributes: names that hold JSON (r2gg graphs) parsed, others as they are."""
+    if name[:1] in "{[":
+        try:
+            return json.loads(name)
+        except ValueError:
+            pass
+    return name
 
 
 @attrs.frozen

@@ -7,7 +7,6 @@ Every error names the file and the key path, e.g.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,8 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
 
-from roadkit.config.files import deep_merge
+from roadkit.config.files import deep_merge, read_document
+from roadkit.errors import ConfigurationError
 
 
 class ConfigError(ValueError):
@@ -171,11 +171,9 @@ def load_config(path: str | Path, *, overrides: Mapping[str, Any] | None = None)
     """Read a TOML file, apply ``overrides``, and structure it."""
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+        data = read_document(file)
+    except ConfigurationError as exc:
+        raise ConfigError(f"cannot read the configuration: {exc}") from None
     if overrides:
         data = deep_merge(data, overrides)
     return config_from_mapping(data, source=str(file), base_dir=file.parent)

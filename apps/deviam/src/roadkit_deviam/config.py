@@ -17,7 +17,8 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
 
-from roadkit.config.files import deep_merge
+from roadkit.config.files import deep_merge, read_document
+from roadkit.errors import ConfigurationError
 
 #: Namespace for the stable per-user subject identifiers (``sub``) derived from realm + username.
 _SUBJECT_NAMESPACE = uuid.UUID("0c9d6a52-5d3e-4b8e-9a57-6a4c2f7e4a10")
@@ -175,11 +176,9 @@ def load_config(path: str | Path, *, overrides: Mapping[str, Any] | None = None)
     """Read a TOML configuration file, apply ``overrides`` and structure it."""
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+        data = read_document(file)
+    except ConfigurationError as exc:
+        raise ConfigError(f"cannot read the configuration: {exc}") from None
     if overrides:
         data = deep_merge(data, overrides)
     return config_from_mapping(data, source=str(file), base_dir=file.parent)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from roadkit.model import (
     RouteRequest,
     RouteResponse,
     Step,
+    way_name,
 )
 from roadkit.source import Progress, Source, SourceState
 
@@ -66,16 +66,6 @@ class OsrmOptions:
     cost: OsrmCost
     preparation: OsrmPreparation | None = None
     max_nearest: int = 100
-
-
-def _name_attribute(name: str) -> Any:
-    """Way names that hold JSON (r2gg graphs) are returned parsed, others as they are."""
-    if name[:1] in "{[":
-        try:
-            return json.loads(name)
-        except ValueError:
-            pass
-    return name
 
 
 def _instruction(maneuver: Any) -> dict[str, Any]:
@@ -126,7 +116,7 @@ def _steps(raw_steps: Any, geometry: list[Coord], cursor: int) -> tuple[list[Ste
                 geometry=coords,
                 distance=step["distance"],
                 duration=step["duration"],
-                attributes={"name": _name_attribute(step["name"])},
+                attributes={"name": way_name(step["name"])},
                 instruction=_instruction(step["maneuver"]),
             )
         )

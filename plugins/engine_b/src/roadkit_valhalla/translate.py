@@ -7,7 +7,6 @@ with GeoJSON shapes, so steps carry OSRM's maneuver vocabulary (``depart``, ``tu
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,6 +26,7 @@ from roadkit.model import (
     RouteRequest,
     RouteResponse,
     Step,
+    way_name,
 )
 from roadkit_valhalla.options import ValhallaCost
 
@@ -88,16 +88,6 @@ def route_body(request: RouteRequest, cost: ValhallaCost) -> dict[str, Any]:
     return body
 
 
-def _name_attribute(name: str) -> Any:
-    """Way names that hold JSON (r2gg graphs) are returned parsed, others as they are."""
-    if name[:1] in "{[":
-        try:
-            return json.loads(name)
-        except ValueError:
-            pass
-    return name
-
-
 def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
     instruction: dict[str, Any] = {"type": maneuver["type"]}
     if maneuver.get("modifier"):
@@ -110,7 +100,7 @@ def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
 def _steps(raw: Iterable[dict[str, Any]], with_mode: bool) -> list[Step]:
     steps = []
     for step in raw:
-        attributes: dict[str, Any] = {"name": _name_attribute(step.get("name", ""))}
+        attributes: dict[str, Any] = {"name": way_name(step.get("name", ""))}
         if with_mode:
             attributes["mode"] = step.get("mode", "")
         steps.append(
