@@ -78,7 +78,7 @@ class Step:
 
 def way_name(name: str) -> Any:
     """A way name for step attributes: names that hold JSON (r2gg graphs) parsed, others as they are."""
-    if name[:1] in "{[":
+    if name[:1] in ("{", "["):  # not "" (an unnamed way)
         try:
             return json.loads(name)
         except ValueError:
