@@ -17,20 +17,20 @@ import aiohttp
 MONACO_BBOX = (7.4090, 43.7240, 7.4390, 43.7500)  # the principality itself, where every point snaps to a road
 
 
-def _cpus() -> list[int]:
-    return sorted(os.sched_getaffinity(0))
+# The cores this benchmark may use, read once at import: after pin_client() the benchmark's own
+# affinity no longer includes the server core, and servers started from it must not inherit that.
+CPUS = sorted(os.sched_getaffinity(0))
 
 
 def pin_server() -> None:
     """Servers run on the last core (same core for the engine's server and roadkit)."""
-    os.sched_setaffinity(0, {_cpus()[-1]})
+    os.sched_setaffinity(0, {CPUS[-1]})
 
 
 def pin_client() -> None:
     """The load generator runs on the other cores, so it never competes with the server."""
-    cpus = _cpus()
-    if len(cpus) > 1:
-        os.sched_setaffinity(0, set(cpus[:-1]))
+    if len(CPUS) > 1:
+        os.sched_setaffinity(0, set(CPUS[:-1]))
 
 
 def free_port() -> int:
