@@ -55,6 +55,14 @@ def demo(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def client(session: nox.Session) -> None:
+    """The client demo: development IAM, routing service, backend and browser app; prints the URL and users."""
+    _install_project(session, apps=True)
+    session.run("roadkit", "prepare", "--config", str(ROOT / "examples" / "monaco" / "server.toml"))
+    session.run("python", str(ROOT / "tools" / "client_demo.py"))
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff on the whole tree, mypy on the public plugin API."""
     _install_project(session, apps=False)

@@ -134,6 +134,7 @@ def socket_config(sock: socket.socket, *, access_log: bool = False) -> Config:
     config = Config()
     config.bind = [f"fd://{sock.detach()}"]
     config.accesslog = logging.getLogger("hypercorn.access") if access_log else None
+    config.errorlog = logging.getLogger("hypercorn.error")  # through the app's logging, not a second handler
     config.access_log_format = ACCESS_LOG_FORMAT
     config.graceful_timeout = 1.0
     return config
