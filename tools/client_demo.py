@@ -37,7 +37,12 @@ def wait_until_up(name: str, url: str, process: subprocess.Popen[bytes], timeout
     raise SystemExit(f"client demo: {name} did not answer at {url} within {timeout:g} s")
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the demo the way Ctrl-C does: children terminated, then exit
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     iam = tomllib.loads(IAM_CONFIG.read_text(encoding="utf-8"))
     client = tomllib.loads(CLIENT_CONFIG.read_text(encoding="utf-8"))
     issuer = f"{client['iam']['url']}/realms/{client['iam']['realm']}"
@@ -50,10 +55,12 @@ def main() -> int:
          client["app"]["public_url"] + "/settings.json"),
     ]
     processes: list[subprocess.Popen[bytes]] = []
+    names: list[str] = []
     try:
         for name, command, url in parts:
             process = subprocess.Popen(command, cwd=ROOT)
             processes.append(process)
+            names.append(name)
             wait_until_up(name, url, process)
         users = ", ".join(f"{u['username']} / {u['password']}" for u in iam.get("users", []))
         app_url = client["app"]["public_url"]
@@ -70,11 +77,10 @@ def main() -> int:
             "Ctrl-C stops everything.",
         ]
         print("\n" + "\n".join(f"  {line}" for line in lines) + "\n", flush=True)
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         while all(p.poll() is None for p in processes):
             time.sleep(0.5)
-        stopped = next(p for p in processes if p.poll() is not None)
-        print(f"client demo: {stopped.args[2]} exited with status {stopped.returncode}", file=sys.stderr)
+        name, stopped = next((n, p) for n, p in zip(names, processes, strict=True) if p.poll() is not None)
+        print(f"client demo: the {name} exited with status {stopped.returncode}; stopping the others", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
