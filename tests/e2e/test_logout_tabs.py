@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .helpers import is_authenticated, login_local, record_requests, stored_token, wait_ready
+from .helpers import is_authenticated, login_local, record_requests, stored_token, wait_ready, wait_signed_out
 
 
 def test_logout_in_one_tab_reaches_the_other(context: Any, stack: Any) -> None:
@@ -22,10 +22,7 @@ def test_logout_in_one_tab_reaches_the_other(context: Any, stack: Any) -> None:
     with first.expect_request(lambda r: "/protocol/openid-connect/logout" in r.url):
         first.click("#logout")
     # Back from the IAM's end-session endpoint, signed out, not sent to the login form again.
-    # (The wait outlives the navigations: the page that was clicked is gone before the check.)
-    first.wait_for_function(
-        "() => window.__roadkit && window.__roadkit.ready === true && window.__roadkit.status === 'logout'"
-    )
+    wait_signed_out(first)
     first.wait_for_url(f"{stack.app_url}/")
     assert not is_authenticated(first)
     assert first.text_content("#status") == "Signed out"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .helpers import is_authenticated, record_requests, submit_login_form, wait_ready
+from .helpers import is_authenticated, record_requests, submit_login_form, wait_ready, wait_signed_out
 
 LOGIN_EVENTS = ("service:user:loaded", "service:documents:loaded", "onLogin")
 
@@ -71,10 +71,7 @@ def test_remote_logout_ends_the_portal_session_and_reaches_other_tabs(context: A
     wait_ready(second)
     assert is_authenticated(second)
     first.click("#logout")
-    # The wait outlives the navigations: the page that was clicked is gone before the check.
-    first.wait_for_function(
-        "() => window.__roadkit && window.__roadkit.ready === true && window.__roadkit.status === 'logout'"
-    )
+    wait_signed_out(first)
     first.wait_for_url(f"{stack.app_url}/")
     assert not is_authenticated(first)
     second.wait_for_function("() => window.__roadkit.auth.isAuthenticated === false")

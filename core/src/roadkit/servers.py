@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypercorn.asyncio import serve
@@ -154,10 +154,16 @@ async def serve_all(apps: Sequence[tuple[Any, Config]], stop: asyncio.Event | No
     await asyncio.gather(*(serve(app, config, shutdown_trigger=stop.wait) for app, config in apps))
 
 
-def wait_until_up(url: str, timeout: float = 15.0) -> None:
-    """Poll ``url`` until the server answers with any HTTP status."""
+def wait_until_up(url: str, timeout: float = 15.0, *, alive: Callable[[], bool] | None = None) -> None:
+    """Poll ``url`` until the server answers with any HTTP status.
+
+    ``alive`` (e.g. ``lambda: process.poll() is None``) is asked before each try: a server that
+    died is a RuntimeError at once, not a time-out later.
+    """
     deadline = time.monotonic() + timeout
     while True:
+        if alive is not None and not alive():
+            raise RuntimeError(f"the server for {url} exited before it answered")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
