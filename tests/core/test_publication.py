@@ -250,3 +250,26 @@ async def test_publication_on_a_stopped_service_is_read_when_it_starts(tmp_path:
         assert route.status_code == 200, route.text
     finally:
         await admin.stop()
+
+
+async def test_the_admin_openapi_document_covers_every_write_endpoint(running: Running) -> None:
+    from openapi_spec_validator import validate
+    from starlette.routing import Mount, Route
+
+    from roadkit.apis.admin import create_admin_app
+
+    document = (await running.client.get(f"{running.admin}/openapi.json")).json()
+    validate(document)
+    mount = next(r for r in create_admin_app(running.administrator).routes if isinstance(r, Mount))
+    served = {
+        (route.path.replace(":path}", "}"), method.lower())
+        for route in mount.routes
+        if isinstance(route, Route) and route.methods and "{path" not in route.path and route.path != "/" and not route.path.startswith("/openapi")
+        for method in route.methods - {"HEAD"}
+    }
+    documented = {(path, method) for path, operations in document["paths"].items() for method in operations}
+    assert served - documented == set()
+    assert {("/services", "post"), ("/services/{service}", "put"), ("/services/{service}", "delete"),
+            ("/services/{service}/sources/{source}", "put"), ("/services/{service}/resources/{resource}", "delete")} <= documented
+    viewer = await running.client.get(f"{running.admin}/openapi")
+    assert viewer.status_code == 200 and "openapi.json" in viewer.text
