@@ -107,3 +107,33 @@ def test_prefer_and_avoid_on_an_osrm_resource_are_refused_in_the_configuration(o
         and "OSRM can only exclude" in p
         for p in caught.value.problems
     ), caught.value.problems
+
+
+def test_an_osrm_dataset_missing_at_start_joins_its_resource_when_it_appears(osrm_example: Path, tmp_path: Path) -> None:
+    import time
+
+    from roadkit.app import create_app
+
+    example = tmp_path / "monaco"
+    shutil.copytree(osrm_example, example, symlinks=True, ignore=shutil.ignore_patterns("data"))
+    built = (osrm_example / "data" / "osrm").resolve()
+    (example / "data" / "osrm").mkdir(parents=True)
+    for name in ("car-shortest", "pedestrian-fastest"):
+        (example / "data" / "osrm" / name).symlink_to(built / name, target_is_directory=True)
+    service_file = example / "service.toml"
+    service_file.write_text(service_file.read_text().replace("engine_timeout = 10.0", "engine_timeout = 10.0\nconnect_retry_initial = 0.05\nconnect_retry_max = 0.1"))
+    app = create_app(load_service(service_file), Plugins.create())
+    with TestClient(app) as client:
+        service: Service = app.state.service
+        assert [s.id for s in service.resources["monaco-osrm"].sources] == ["monaco-osrm-car-shortest", "monaco-osrm-pedestrian-fastest"]
+        response = client.get(ROUTE, params=BASE)
+        assert response.status_code == 400 and "profile 'car' and optimization 'fastest' are not compatible" in response.text
+        red = next(s for s in service.health()["sources"] if s["id"] == "monaco-osrm-car-fastest")
+        assert red["state"] == "red" and red["connection"]["attempts"] >= 1 and "monaco.osrm" in red["connection"]["lastError"]
+        (example / "data" / "osrm" / "car-fastest").symlink_to(built / "car-fastest", target_is_directory=True)
+        deadline = time.monotonic() + 20
+        while len(service.resources["monaco-osrm"].sources) < 3:
+            assert time.monotonic() < deadline, service.health()
+            time.sleep(0.05)
+        assert client.get(ROUTE, params=BASE).status_code == 200
+        assert service.health()["state"] == "green"

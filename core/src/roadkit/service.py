@@ -12,6 +12,7 @@ from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
 from roadkit.plugins import Plugins
 from roadkit.projections import ProjectionRegistry
+from roadkit.reconnect import Backoff, Reconnection, keep_connecting
 from roadkit.resources import Resource, build_resource
 from roadkit.source import Source, SourceState
 
@@ -37,6 +38,15 @@ class Service:
         self._resource_configs: list[ResourceConfig] = []
         self._changes = asyncio.Lock()
         self._retiring: set[asyncio.Task[None]] = set()
+        # Sources that failed to connect, tried again in the background (roadkit.reconnect).
+        self._reconnections: dict[str, Reconnection] = {}
+        self._reconnecting: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def backoff(self) -> Backoff:
+        """How long the service waits between connection attempts of a source (limits.connect_retry_*)."""
+        limits = self.config.limits
+        return Backoff(limits.connect_retry_initial, limits.connect_retry_max)
 
     def load(self) -> None:
         """Read projections, sources and resources; every configuration problem at once."""
@@ -82,41 +92,86 @@ class Service:
         """Load the configuration, connect every source, then build the resources."""
         self.state = "loading"
         try:
-            self.load()
-            await asyncio.gather(*(self._connect(source) for source in self.sources.values()))
-            available = {sid: s for sid, s in self.sources.items() if s.state is SourceState.GREEN}
-            problems: list[str] = []
-            resources: dict[str, Resource] = {}
-            for config in self._resource_configs:
-                resource, found = build_resource(config, available, self.projections)
-                problems.extend(found)
-                if resource is not None:
-                    resources[resource.id] = resource
-            if problems:
-                raise ConfigurationError(problems)
-            self.resources = resources
+            # Held until the resources are built: a source reconnecting meanwhile waits to rebuild its own.
+            async with self._changes:
+                self.load()
+                await asyncio.gather(*(self._connect(source) for source in self.sources.values()))
+                available = {sid: s for sid, s in self.sources.items() if s.state is SourceState.GREEN}
+                problems: list[str] = []
+                resources: dict[str, Resource] = {}
+                for config in self._resource_configs:
+                    resource, found = build_resource(config, available, self.projections)
+                    problems.extend(found)
+                    if resource is not None:
+                        resources[resource.id] = resource
+                if problems:
+                    raise ConfigurationError(problems)
+                self.resources = resources
+                self.state = "ready"
         except BaseException:
             self.state = "failed"
             await self.stop(final_state="failed")
             raise
-        self.state = "ready"
         log.info(
             "service %s ready: %d source(s) (%d green), %d resource(s)",
             self.id, len(self.sources), sum(s.state is SourceState.GREEN for s in self.sources.values()), len(self.resources),
         )
 
     async def _connect(self, source: Source) -> None:
+        """Connect a source; one that fails is red and tried again in the background."""
+        await self._attempt(source)
+        if source.state is not SourceState.GREEN:
+            self._reconnect_later(source)
+
+    async def _attempt(self, source: Source) -> None:
         for cost in source.costs():
             self.plugins.resolve_cost(source, cost)
+        before = source.reason
         try:
             await source.connect()
         except Exception as exc:  # an engine that fails to load leaves the source red, not the service down
-            reason = str(exc) or type(exc).__name__
-            source.fail(reason)
-            log.error("source %s (%s) failed to connect: %s", source.id, source.kind, reason)
+            # The source's own reason when it gave a new one (it knows best), else the exception's.
+            own = source.reason if source.reason != before else ""
+            source.fail(own or str(exc) or type(exc).__name__)
+        else:
+            if source.state is SourceState.GREEN:
+                source.reason = ""
+            else:
+                source.fail(source.reason or "the engine did not connect")
+
+    def _reconnect_later(self, source: Source) -> None:
+        previous = self._reconnecting.pop(source.id, None)
+        if previous is not None:
+            previous.cancel()
+        state = Reconnection(attempts=1, reason=source.reason)
+        self._reconnections[source.id] = state
+        log.error("source %s (%s) failed to connect: %s; trying again in %g s", source.id, source.kind, source.reason, self.backoff.delay(1))
+
+        def still_wanted(candidate: Source) -> bool:
+            wanted = self.sources.get(candidate.id) is candidate and self.state in ("loading", "ready")
+            if not wanted and self._reconnections.get(candidate.id) is state:
+                del self._reconnections[candidate.id]
+            return wanted
+
+        task = asyncio.create_task(keep_connecting(source, state, self.backoff, self._attempt, still_wanted, self._reconnected))
+        self._reconnecting[source.id] = task
+        task.add_done_callback(lambda done: self._reconnecting.pop(source.id, None) if self._reconnecting.get(source.id) is done else None)
+
+    async def _reconnected(self, source: Source) -> None:
+        """A source connected after failing: its resources are rebuilt with it (created when they had no source)."""
+        async with self._changes:
+            self._reconnections.pop(source.id, None)
+            if self.sources.get(source.id) is source and self.state == "ready":
+                self._rebuild_resources(lambda c: source.id in c.sources)
 
     async def stop(self, *, final_state: str = "stopped") -> None:
         """Disconnect every source (also those replaced or removed and still finishing requests)."""
+        reconnecting = list(self._reconnecting.values())
+        for pending in reconnecting:
+            pending.cancel()
+        if reconnecting:
+            await asyncio.gather(*reconnecting, return_exceptions=True)
+        self._reconnections.clear()
         for task in list(self._retiring):
             task.cancel()
         if self._retiring:
@@ -139,7 +194,7 @@ class Service:
 
     def health(self) -> dict[str, Any]:
         """``{id, state, sources: [...]}``: green with no red source, red when half or more are red."""
-        sources = [s.health() for s in self.sources.values()]
+        sources = [self._source_health(s) for s in self.sources.values()]
         red = sum(1 for s in self.sources.values() if s.state is SourceState.RED)
         if self.state != "ready":
             state = "red" if self.state in ("failed", "stopped") else "init"
@@ -150,6 +205,13 @@ class Service:
         else:
             state = "orange"
         return {"id": self.id, "state": state, "lifecycle": self.state, "sources": sources}
+
+    def _source_health(self, source: Source) -> dict[str, Any]:
+        entry = source.health()
+        reconnection = self._reconnections.get(source.id)
+        if reconnection is not None and source.state is not SourceState.GREEN:
+            entry["connection"] = reconnection.health()
+        return entry
 
     def projection(self, pid: str) -> dict[str, str]:
         """A projection of this service with its parameters (404 when unknown)."""

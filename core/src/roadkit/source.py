@@ -136,8 +136,8 @@ class Source:
         self.state = SourceState.INIT
 
     def fail(self, reason: str) -> None:
-        """Mark the source red with a reason that health reports (logged once, when it turns red)."""
-        if self.state is not SourceState.RED:
+        """Mark the source red with a reason that health reports (logged once, when a green one turns red)."""
+        if self.state is SourceState.GREEN:  # a failed connection is logged by the service, with its retry
             log.warning("source %s (%s) is red: %s", self.id, self.kind, reason)
         self.state = SourceState.RED
         self.reason = reason

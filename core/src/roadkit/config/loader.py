@@ -218,6 +218,12 @@ def parse_service(data: dict[str, Any], path: Path, *, cors: Path | None = None,
                 problems.append(f"{path}: folders.{key}[{i}]: expected a folder, got {str(folder)!r} (not found)")
     if folders.projections is not None and not folders.projections.is_dir():
         problems.append(f"{path}: folders.projections: expected a folder, got {str(folders.projections)!r} (not found)")
+    limits = config.limits
+    if not 0 < limits.connect_retry_initial <= limits.connect_retry_max:
+        problems.append(
+            f"{path}: limits.connect_retry_initial: expected a positive number of seconds, at most "
+            f"connect_retry_max ({limits.connect_retry_max:g}), got {limits.connect_retry_initial:g}"
+        )
     cors_options = None
     try:
         cors_options = load_cors(cors)
