@@ -12,19 +12,9 @@ import attrs
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError, EngineError, NoPathFound
-from roadkit.model import (
-    Coord,
-    Cost,
-    NearestPoint,
-    NearestRequest,
-    NearestResponse,
-    Portion,
-    RouteRequest,
-    RouteResponse,
-    Step,
-    way_name,
-)
+from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
 from roadkit.source import Progress, Source, SourceState
+from roadkit_osrm import mapping
 
 log = logging.getLogger(__name__)
 
@@ -66,62 +56,6 @@ class OsrmOptions:
     cost: OsrmCost
     preparation: OsrmPreparation | None = None
     max_nearest: int = 100
-
-
-def _instruction(maneuver: Any) -> dict[str, Any]:
-    instruction: dict[str, Any] = {"type": maneuver["type"]}
-    if "modifier" in maneuver:
-        instruction["modifier"] = maneuver["modifier"]
-    if "exit" in maneuver:
-        instruction["exit"] = int(maneuver["exit"])
-    return instruction
-
-
-def _coords(geometry: Any) -> list[Coord]:
-    return [(c[0], c[1]) for c in geometry["coordinates"]]
-
-
-def _steps(raw_steps: Any, geometry: list[Coord], cursor: int) -> tuple[list[Step], int]:
-    """The steps of a leg, their geometries sliced from the route's full geometry.
-
-    With ``overview=full`` the route geometry is the concatenation of the step geometries and
-    every step starts at its maneuver location: slicing it is several times cheaper than reading
-    each step's geometry out of the engine's answer. A location not found falls back to that.
-    """
-    locations: list[Coord] = []
-    raw = list(raw_steps)
-    for step in raw:
-        location = step["maneuver"]["location"]
-        locations.append((location[0], location[1]))
-    starts: list[int | None] = []
-    position = cursor
-    for location in locations:
-        try:
-            position = geometry.index(location, position)
-            starts.append(position)
-        except ValueError:
-            starts.append(None)
-    steps = []
-    for k, step in enumerate(raw):
-        start = starts[k]
-        end = starts[k + 1] if k + 1 < len(raw) else None
-        if k + 1 == len(raw) and start is not None:
-            coords = [geometry[start], geometry[start]]  # OSRM's arrive step: the end point twice
-        elif start is not None and end is not None and end >= start:
-            coords = geometry[start : end + 1]
-        else:
-            coords = _coords(step["geometry"])
-        steps.append(
-            Step(
-                geometry=coords,
-                distance=step["distance"],
-                duration=step["duration"],
-                attributes={"name": way_name(step["name"])},
-                instruction=_instruction(step["maneuver"]),
-            )
-        )
-    last = next((x for x in reversed(starts) if x is not None), cursor)
-    return steps, last
 
 
 class OsrmSource(Source):
@@ -204,66 +138,24 @@ class OsrmSource(Source):
         try:
             result = getattr(engine, method)(params)
         except RuntimeError as exc:
-            text = str(exc)
-            if "NoRoute" in text or "NoSegment" in text or "NoMatch" in text:
-                raise NoPathFound() from None
-            self.fail(f"OSRM error: {text}")
-            raise EngineError(f"OSRM could not answer: {text}") from None
+            error = mapping.engine_error(*mapping.split_error(str(exc)))
+            if not isinstance(error, NoPathFound):
+                self.fail(f"OSRM error: {exc}")
+            raise error from None
         if self.state is not SourceState.GREEN:
             self.state, self.reason = SourceState.GREEN, ""
         return result
 
-    def _route(self, request: RouteRequest) -> RouteResponse:
-        import osrm
-
-        params = osrm.RouteParameters(
-            coordinates=list(request.points),
-            steps=request.steps,
-            geometries="geojson",
-            overview="full",
-            exclude=[c.field for c in request.constraints if c.type == "banned" and c.field],
-        )
+    def _route(self, query: mapping.RouteQuery) -> RouteResponse:
         engine = self.engine
-        answer = self._call(engine, "Route", params)
-        # Every item access copies the engine's answer below it: read each part once.
-        routes = answer["routes"]
-        if answer["code"] != "Ok" or len(routes) == 0:
-            raise NoPathFound("No route found")
-        waypoints = [(w["location"][0], w["location"][1]) for w in answer["waypoints"]]
-        route = routes[0]
-        geometry = _coords(route["geometry"])
-        portions = []
-        cursor = 0
-        for i, leg in enumerate(route["legs"]):
-            steps: list[Step] = []
-            if request.steps:
-                steps, cursor = _steps(leg["steps"], geometry, cursor)
-            portions.append(Portion(waypoints[i], waypoints[i + 1], leg["distance"], leg["duration"], steps))
-        return RouteResponse(
-            start=waypoints[0],
-            end=waypoints[-1],
-            geometry=geometry,
-            distance=route["distance"],
-            duration=route["duration"],
-            portions=portions,
-        )
+        return mapping.route_response(self._call(engine, "Route", query.parameters()), query)
 
     async def route(self, request: RouteRequest) -> RouteResponse:
-        return await self.run_blocking(self._route, request)
+        return await self.run_blocking(self._route, mapping.RouteQuery.of(request))
 
-    def _nearest(self, request: NearestRequest) -> NearestResponse:
-        import osrm
-
-        params = osrm.NearestParameters(coordinates=[request.point])
-        params.number_of_results = request.number
+    def _nearest(self, query: mapping.NearestQuery) -> NearestResponse:
         engine = self.engine
-        answer = self._call(engine, "Nearest", params)
-        return NearestResponse(
-            [
-                NearestPoint((w["location"][0], w["location"][1]), w["distance"], {"name": w["name"]})
-                for w in answer["waypoints"]
-            ]
-        )
+        return mapping.nearest_response(self._call(engine, "Nearest", query.parameters()))
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
-        return await self.run_blocking(self._nearest, request)
+        return await self.run_blocking(self._nearest, mapping.NearestQuery.of(request))
