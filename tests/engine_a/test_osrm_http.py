@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from roadkit.config.loader import read_source
-from roadkit.errors import ConfigurationError, EngineError, EngineTimeout, NoPathFound, SourceUnavailable
+from roadkit.errors import ConfigurationError, EngineTimeout, NoPathFound, ParameterInvalid, SourceUnavailable
 from roadkit.model import Constraint, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
 from roadkit.source import SourceState
@@ -111,15 +111,19 @@ async def test_nearest_and_constraints_equal_the_in_process_source(
         for source in (over_http, in_process):
             with pytest.raises(NoPathFound):
                 await source.route(cut)
-        # An exclude class the dataset does not have: OSRM's InvalidValue, the same 502 from both.
+        # A class the dataset cannot exclude: OSRM's InvalidValue, the same 400 naming constraints from both.
         bogus = RouteRequest((START, END), Cost("car", "fastest"), constraints=(Constraint("banned", "k", "=", "v", field="bogus"),))
         messages = []
         for source in (over_http, in_process):
-            with pytest.raises(EngineError) as caught:
+            with pytest.raises(ParameterInvalid) as caught:
                 await source.route(bogus)
-            assert caught.value.status == 502
+            assert caught.value.status == 400 and caught.value.parameter == "constraints"
             messages.append(caught.value.message)
-        assert messages[0] == messages[1] and "InvalidValue" in messages[0]
+        assert messages[0] == messages[1] and "Exclude flag combination is not supported" in messages[0]
+        # The combinations each dataset bans together are learnt the same way.
+        fields = ["motorway", "toll", "ferry", "bogus"]
+        assert over_http.supported_bans(fields, 3) == in_process.supported_bans(fields, 3)
+        assert over_http.supported_bans(fields, 2) == [frozenset({"ferry"}), frozenset({"motorway"}), frozenset({"toll"})]
         assert over_http.state is SourceState.GREEN  # an engine's answer is not a server failure
     finally:
         await over_http.disconnect()
@@ -137,6 +141,7 @@ def _gateway(example: Path, target: Path, routed: dict[str, EngineServer]) -> Pa
 
 
 ROUTES = [
+    "/simple/1.0.0/getcapabilities",
     "/simple/1.0.0/route?resource=monaco-osrm&start=7.41337,43.72956&end=7.41983,43.73115&intermediates=7.4246,43.7383",
     "/simple/1.0.0/route?resource=monaco-osrm&start=7.41337,43.72956&end=7.41983,43.73115&profile=pedestrian&getSteps=false",
     "/simple/1.0.0/route?resource=monaco-osrm&start=7.41337,43.72956&end=7.41983,43.73115&optimization=shortest&geometryFormat=polyline",
@@ -144,6 +149,10 @@ ROUTES = [
     '{"constraintType":"banned","key":"wayType","operator":"=","value":"autoroute"}',
     "/simple/1.0.0/route?resource=monaco-osrm&start=7.38076,43.74470&end=7.44436,43.75035&constraints="
     '{"constraintType":"banned","key":"wayType","operator":"=","value":"autoroute"}',
+    "/simple/1.0.0/route?resource=monaco-osrm&start=7.37612,43.75813&end=7.45165,43.73148&constraints="
+    '{"constraintType":"banned","key":"wayType","operator":"=","value":"autoroute"}|'
+    '{"constraintType":"banned","key":"wayType","operator":"=","value":"peage"}|'
+    '{"constraintType":"banned","key":"wayType","operator":"=","value":"bac"}',
     "/simple/1.0.0/route?resource=monaco-osrm&start=7.41337,43.72956&end=7.41983,43.73115&timeUnit=second&distanceUnit=kilometer&waysAttributes=name",
     "/simple/1.0.0/nearest?resource=monaco-osrm&coordinates=7.41337,43.72956&nbPoints=5",
     "/simple/1.0.0/nearest?resource=monaco-osrm&coordinates=7.4246,43.7383",
@@ -161,7 +170,8 @@ def test_a_gateway_without_engine_data_answers_the_simple_api_like_the_in_proces
             assert got.status_code == expected.status_code, url
             same(got.json(), expected.json(), url)
         statuses = {direct.get(url).status_code for url in ROUTES}
-    assert statuses == {200, 404}  # the cut motorway route is a 404 on both
+    # The three bans together are a 400 (the dataset bans one class at a time), the cut motorway route a 404.
+    assert statuses == {200, 400, 404}
 
 
 class TestOsrmHttpContract(SourceContract):
@@ -299,17 +309,17 @@ def test_a_gateway_whose_servers_are_gone_answers_503_not_500_and_recovers(
         source["http"]["health_interval"] = 0.2
         (tmp_path / "gateway" / "sources" / "monaco-car-fastest.source").write_text(json.dumps(source))
         with service_client(gateway) as through:
-            assert through.get(ROUTES[0]).status_code == 200
+            assert through.get(ROUTES[1]).status_code == 200
             car.kill()
-            gone = through.get(ROUTES[0])
+            gone = through.get(ROUTES[1])
             assert gone.status_code == 503
             assert gone.json()["error"]["errorType"] == "source_unavailable"
             assert car.url in gone.json()["error"]["message"]
             # The other sources of the resource still answer.
-            assert through.get(ROUTES[1]).status_code == 200
+            assert through.get(ROUTES[2]).status_code == 200
             car.start()
             deadline = time.monotonic() + 15
-            while (status := through.get(ROUTES[0]).status_code) != 200 and time.monotonic() < deadline:
+            while (status := through.get(ROUTES[1]).status_code) != 200 and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert status == 200
 

@@ -110,6 +110,10 @@ class Limits:
 
     engine_timeout: float = 10.0
     max_body_bytes: int = 1_000_000
+    #: A source that fails to connect is retried after this many seconds, then twice as long each time...
+    connect_retry_initial: float = 2.0
+    #: ...but never more than this many seconds apart.
+    connect_retry_max: float = 300.0
 
 
 @attrs.frozen

@@ -8,15 +8,21 @@ access copies the part below it, so each part is read once) or the dict of a par
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
 
-from roadkit.errors import EngineError, NoPathFound, RoadkitError
+from roadkit.errors import BadRequest, EngineError, NoPathFound, ParameterInvalid, RoadkitError
 from roadkit.model import Coord, NearestPoint, NearestRequest, NearestResponse, Portion, RouteRequest, RouteResponse, Step, way_name
 
 # OSRM's answer codes meaning "nothing connects these points" (404), as opposed to a failure.
 NO_PATH_CODES = frozenset({"NoRoute", "NoSegment", "NoMatch", "NoTrips", "NoTable"})
+#: OSRM's error codes for requests it refuses (osrm/engine/status and api parameter checks).
+REQUEST_ERROR_CODES = frozenset({"InvalidValue", "InvalidOptions", "InvalidQuery", "InvalidUrl", "TooBig"})
+#: The message of a ban combination the dataset's profile did not declare excludable.
+EXCLUDE_UNSUPPORTED = "Exclude flag combination is not supported"
 
 
 def _lonlat(point: Coord) -> str:
@@ -34,7 +40,7 @@ class RouteQuery:
     @classmethod
     def of(cls, request: RouteRequest) -> RouteQuery:
         """The query of a roadkit route request (banned constraints become OSRM exclude classes)."""
-        exclude = tuple(c.field for c in request.constraints if c.type == "banned" and c.field)
+        exclude = tuple(sorted({c.field for c in request.constraints if c.type == "banned" and c.field}))
         return cls(tuple(request.points), request.steps, exclude)
 
     def parameters(self) -> Any:
@@ -84,10 +90,39 @@ class NearestQuery:
 
 
 def engine_error(code: str, message: str) -> RoadkitError:
-    """The roadkit error for an OSRM error answer: no path (404) or the engine's failure (502)."""
+    """The roadkit error for an OSRM error answer: no path (404), a refused request (400) or a failure (502)."""
+    text = f"{code} - {message}" if message else code
     if code in NO_PATH_CODES:
         return NoPathFound()
-    return EngineError(f"OSRM could not answer: {code} - {message}" if message else f"OSRM could not answer: {code}")
+    # The request's fault, not the engine's: a 400, and the source stays as it is.
+    if EXCLUDE_UNSUPPORTED in message:
+        return ParameterInvalid("constraints", f"this combination of banned values can't be applied by the engine ({text})")
+    if code in REQUEST_ERROR_CODES:
+        return BadRequest(f"The engine refused the request: {text}", code="engine_refused")
+    return EngineError(f"OSRM could not answer: {text}")
+
+
+def constraint_problem(constraint_type: str) -> str | None:
+    """Why an OSRM source never applies this constraint type (None: it does)."""
+    if constraint_type != "banned":
+        return "OSRM can only exclude classes of ways (banned); it has no preference weights for prefer or avoid"
+    return None
+
+
+def ban_probe(classes: frozenset[str]) -> RouteQuery:
+    """A route from a point to itself: the engine checks the exclude set before routing."""
+    return RouteQuery(((0.0, 0.0), (0.0, 0.0)), steps=False, exclude=tuple(sorted(classes)))
+
+
+def ban_combinations(fields: Collection[str], most: int, excludes: Callable[[frozenset[str]], bool]) -> list[frozenset[str]]:
+    """Every set of at most ``most`` of ``fields`` that ``excludes`` says the dataset bans together."""
+    distinct = sorted(set(fields))
+    return [
+        frozenset(combination)
+        for size in range(1, min(most, len(distinct)) + 1)
+        for combination in itertools.combinations(distinct, size)
+        if excludes(frozenset(combination))
+    ]
 
 
 def split_error(text: str) -> tuple[str, str]:

@@ -8,7 +8,7 @@ same mapping as the in-process ``osrm`` kind. Its sources serve ``osrm`` resourc
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import attrs
@@ -51,6 +51,7 @@ class OsrmHttpSource(Source):
     def __init__(self, config: SourceConfig, options: OsrmHttpOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self.servers: EngineServers | None = None
+        self._exclusions: dict[frozenset[str], bool] = {}
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> OsrmHttpOptions:
@@ -64,6 +65,28 @@ class OsrmHttpSource(Source):
 
     def costs(self) -> Sequence[Cost]:
         return [Cost(self.options.cost.profile, self.options.cost.optimization)]
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        return mapping.constraint_problem(constraint_type)
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        # Asked to the servers' dataset as the in-process source asks its own (a blocking probe per
+        # set, remembered): the core asks while it builds the resources, outside any request.
+        servers = self.servers
+        if servers is None or not servers.up:
+            return None
+        return mapping.ban_combinations(fields, most, lambda classes: self._excludes(servers, classes))
+
+    def _excludes(self, servers: EngineServers, classes: frozenset[str]) -> bool:
+        known = self._exclusions.get(classes)
+        if known is None:
+            query = mapping.ban_probe(classes)
+            answer = servers.get_blocking(query.path(self.options.url_profile), query.params())
+            if answer is None:
+                return True  # not known now: a request with that set gets the engine's 400
+            known = mapping.EXCLUDE_UNSUPPORTED.encode() not in answer.body
+            self._exclusions[classes] = known
+        return known
 
     async def connect(self) -> None:
         if self.servers is not None:

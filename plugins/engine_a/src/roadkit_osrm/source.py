@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,13 +11,12 @@ import attrs
 
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError, NoPathFound
+from roadkit.errors import ConfigurationError, EngineError
 from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
 from roadkit.source import Progress, Source, SourceState
 from roadkit_osrm import mapping
 
 log = logging.getLogger(__name__)
-
 
 @attrs.frozen
 class OsrmStorage:
@@ -69,6 +68,7 @@ class OsrmSource(Source):
     def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self.engine: Any = None
+        self._exclusions: dict[frozenset[str], bool] = {}
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> OsrmOptions:
@@ -89,6 +89,28 @@ class OsrmSource(Source):
 
     def threads(self) -> int:
         return 1
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        return mapping.constraint_problem(constraint_type)
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        # The dataset excludes only the class sets its profile declared ``excludable``: asked, not guessed.
+        engine = self.engine
+        if engine is None:
+            return None
+        return mapping.ban_combinations(fields, most, lambda classes: self._excludes(engine, classes))
+
+    def _excludes(self, engine: Any, classes: frozenset[str]) -> bool:
+        """Whether the dataset excludes these classes together (one probe per set, remembered)."""
+        known = self._exclusions.get(classes)
+        if known is None:
+            try:
+                engine.Route(mapping.ban_probe(classes).parameters())
+                known = True
+            except RuntimeError as exc:
+                known = mapping.EXCLUDE_UNSUPPORTED not in str(exc)
+            self._exclusions[classes] = known
+        return known
 
     @classmethod
     def data_paths(cls, config: SourceConfig, options: OsrmOptions) -> Sequence[Path]:
@@ -139,7 +161,7 @@ class OsrmSource(Source):
             result = getattr(engine, method)(params)
         except RuntimeError as exc:
             error = mapping.engine_error(*mapping.split_error(str(exc)))
-            if not isinstance(error, NoPathFound):
+            if type(error) is EngineError:  # not the request's fault: the engine failed
                 self.fail(f"OSRM error: {exc}")
             raise error from None
         if self.state is not SourceState.GREEN:
