@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from roadkit.app import create_app
+from roadkit.auth.admin import Authenticator
 from roadkit.config import ManagedService, ServerConfig, load_server, load_service
 from roadkit.config.files import read_document
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
@@ -203,6 +204,7 @@ class Administrator:
         self.server: Server | None = None
         #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
         self.writes = asyncio.Lock()
+        self.authenticator = Authenticator(config.administrator.auth)
 
     def new_handle(self, managed: ManagedService) -> ServiceHandle:
         """The handle that runs ``managed`` (the one place that picks where a service runs)."""
@@ -245,6 +247,7 @@ class Administrator:
             await handle.stop()
         if self.server is not None:
             await self.server.stop()
+        await self.authenticator.close()
 
 
 def _configure_logging(config: ServerConfig, level: str | None) -> None:

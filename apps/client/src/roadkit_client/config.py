@@ -115,6 +115,8 @@ class AppSection:
     routing_resource: str = "monaco-osrm"
     #: Name of this application in ``portal.apps`` (remote mode).
     portal_app: str = "roadkit"
+    #: Tests only: the pages expose ``window.__roadkit`` (the auth service, hence the tokens).
+    test_hooks: bool = False
 
 
 @attrs.frozen

@@ -17,6 +17,7 @@ import attrs
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (
+    AdminAuth,
     AdministratorConfig,
     ApiRef,
     ApplicationInfo,
@@ -98,13 +99,44 @@ def parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     logging_config = admin.logging
     if logging_config.file is not None:
         logging_config = attrs.evolve(logging_config, file=resolve(path, logging_config.file))
+    auth = _check_auth(path, admin.auth, listener, problems)
     if problems:
         raise ConfigurationError(problems)
     return ServerConfig(
         path=path,
-        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config),
+        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth),
         services=tuple(services),
     )
+
+
+LOOPBACK_HOSTS = ("localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    return host in LOOPBACK_HOSTS or host.startswith("127.") or host.startswith("::ffff:127.")
+
+
+def _check_auth(path: Path, auth: AdminAuth | None, listener: Listener, problems: list[str]) -> AdminAuth | None:
+    if auth is None or (auth.jwt is None and auth.tokens_file is None):
+        if not is_loopback(listener.host):
+            problems.append(
+                f"{path}: administrator.listener.host: the admin API would listen on {listener.host!r}, which other machines can reach, "
+                "with no authentication: anyone reaching it could change or stop the services. Configure [administrator.auth] "
+                "(jwt and/or tokens_file) or listen on 127.0.0.1"
+            )
+        return auth
+    if auth.jwt is not None:
+        if not auth.jwt.issuer.startswith(("http://", "https://")):
+            problems.append(f"{path}: administrator.auth.jwt.issuer: expected the IAM realm's URL (http(s)://.../realms/NAME), got {auth.jwt.issuer!r}")
+        if not auth.jwt.role:
+            problems.append(f"{path}: administrator.auth.jwt.role: expected the role an admin token must carry, got an empty string")
+    if auth.tokens_file is not None:
+        tokens_file = resolve(path, auth.tokens_file)
+        if not tokens_file.is_file():
+            problems.append(f"{path}: administrator.auth.tokens_file: expected a file of token hashes (create one with 'roadkit admin-token'), got {str(auth.tokens_file)!r} (not found)")
+        auth = attrs.evolve(auth, tokens_file=tokens_file)
+    return auth
 
 
 def load_cors(path: Path | None) -> dict[str, Any] | None:
