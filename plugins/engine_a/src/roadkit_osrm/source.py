@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,7 +12,7 @@ import attrs
 
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError, NoPathFound
+from roadkit.errors import BadRequest, ConfigurationError, EngineError, NoPathFound, ParameterInvalid
 from roadkit.model import (
     Coord,
     Cost,
@@ -28,6 +29,10 @@ from roadkit.source import Progress, Source, SourceState
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 
 log = logging.getLogger(__name__)
+
+_EXCLUDE_UNSUPPORTED = "Exclude flag combination is not supported"
+#: OSRM's error codes for requests it refuses (osrm/engine/status and api parameter checks).
+_REQUEST_ERRORS = ("InvalidValue", "InvalidOptions", "InvalidQuery", "InvalidUrl", "TooBig")
 
 
 @attrs.frozen
@@ -138,6 +143,7 @@ class OsrmSource(Source):
     def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self.engine: Any = None
+        self._exclusions: dict[frozenset[str], bool] = {}
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> OsrmOptions:
@@ -158,6 +164,40 @@ class OsrmSource(Source):
 
     def threads(self) -> int:
         return 1
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        if constraint_type != "banned":
+            return "OSRM can only exclude classes of ways (banned); it has no preference weights for prefer or avoid"
+        return None
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        # The dataset excludes only the class sets its profile declared ``excludable``: asked, not guessed.
+        engine = self.engine
+        if engine is None:
+            return None
+        distinct = sorted(set(fields))
+        return [
+            frozenset(combination)
+            for size in range(1, min(most, len(distinct)) + 1)
+            for combination in itertools.combinations(distinct, size)
+            if self._excludes(engine, frozenset(combination))
+        ]
+
+    def _excludes(self, engine: Any, classes: frozenset[str]) -> bool:
+        """Whether the dataset excludes these classes together (one probe per set, remembered)."""
+        import osrm
+
+        known = self._exclusions.get(classes)
+        if known is None:
+            # A route from a point to itself: the engine checks the exclude set before routing.
+            params = osrm.RouteParameters(coordinates=[(0.0, 0.0), (0.0, 0.0)], exclude=sorted(classes), overview="false")
+            try:
+                engine.Route(params)
+                known = True
+            except RuntimeError as exc:
+                known = _EXCLUDE_UNSUPPORTED not in str(exc)
+            self._exclusions[classes] = known
+        return known
 
     @classmethod
     def data_paths(cls, config: SourceConfig, options: OsrmOptions) -> Sequence[Path]:
@@ -210,6 +250,11 @@ class OsrmSource(Source):
             text = str(exc)
             if "NoRoute" in text or "NoSegment" in text or "NoMatch" in text:
                 raise NoPathFound() from None
+            # The request's fault, not the engine's: a 400, and the source stays as it is.
+            if _EXCLUDE_UNSUPPORTED in text:
+                raise ParameterInvalid("constraints", f"this combination of banned values can't be applied by the engine ({text})") from None
+            if text.startswith(_REQUEST_ERRORS):
+                raise BadRequest(f"The engine refused the request: {text}", code="engine_refused") from None
             self.fail(f"OSRM error: {text}")
             raise EngineError(f"OSRM could not answer: {text}") from None
         if self.state is not SourceState.GREEN:
@@ -224,7 +269,7 @@ class OsrmSource(Source):
             steps=request.steps,
             geometries="geojson",
             overview="full",
-            exclude=[c.field for c in request.constraints if c.type == "banned" and c.field],
+            exclude=sorted({c.field for c in request.constraints if c.type == "banned" and c.field}),
         )
         engine = self.engine
         answer = self._call(engine, "Route", params)
