@@ -1,4 +1,4 @@
-"""The hooks the OSRM plugin implements (entry point ``osrm`` in the ``roadkit`` group)."""
+"""The hooks the OSRM plugin implements (entry point ``osrm`` in the ``roadkit`` group): kinds ``osrm`` and ``osrm-http``."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from typing import Any
 from roadkit import hookimpl
 from roadkit.api import Api
 from roadkit.source import Source
+from roadkit_osrm.remote import OsrmHttpSource
 from roadkit_osrm.source import OsrmSource
 
 
 @hookimpl
 def roadkit_source_kinds() -> Sequence[type[Source]]:
-    return [OsrmSource]
+    return [OsrmSource, OsrmHttpSource]
 
 
 @hookimpl
