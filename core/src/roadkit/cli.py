@@ -56,6 +56,7 @@ def _check(args: argparse.Namespace) -> int:
         except ConfigurationError as exc:
             problems.extend(exc.problems)
             continue
+        problems.extend(service.check_resources())
         for source in service.sources.values():
             for data in type(source).data_paths(source.config, source.options):
                 if not data.exists():

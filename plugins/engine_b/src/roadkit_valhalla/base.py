@@ -26,6 +26,7 @@ from roadkit.model import (
 from roadkit.source import Source
 from roadkit_valhalla import translate
 from roadkit_valhalla.options import ValhallaCost, ValhallaLimits
+from roadkit_valhalla.preferences import PREFERENCE_OF_EXCLUSION, PREFERENCES_OF_COSTING, preference_option
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -112,6 +113,20 @@ class ValhallaBase(Source):
         if found is None:
             raise ParameterInvalid("profile", f"source {self.id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}")
         return found
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        if constraint_type == "banned":
+            return None
+        option = preference_option(field)
+        if option is None:
+            return (
+                f"Valhalla weighs only {', '.join(sorted(PREFERENCE_OF_EXCLUSION))} or a use_* costing option; "
+                f"field {field!r} has no preference weight (allow only banned for it)"
+            )
+        costings = {cost.costing for cost in self.valhalla_costs}
+        if not any(option in PREFERENCES_OF_COSTING.get(costing, frozenset()) for costing in costings):
+            return f"none of the source's costings ({', '.join(sorted(costings))}) reads {option}"
+        return None
 
     async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
         """Send ``body`` to Valhalla's ``action`` and return ``read`` of its parsed JSON answer.
