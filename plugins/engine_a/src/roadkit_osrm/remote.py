@@ -14,11 +14,21 @@ from typing import Any
 import attrs
 import orjson
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError, SourceUnavailable
-from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
-from roadkit.remote import EngineServers, HttpSettings
-from roadkit.source import Source, SourceState
+from roadkit.contract import (
+    ConfigurationError,
+    Cost,
+    EngineError,
+    EngineServers,
+    HttpSettings,
+    NearestRequest,
+    NearestResponse,
+    RouteRequest,
+    RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    SourceUnavailable,
+)
 from roadkit_osrm import mapping
 from roadkit_osrm.source import OsrmCost
 

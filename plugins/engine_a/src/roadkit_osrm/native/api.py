@@ -18,9 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from roadkit.api import Api, JSONResponse
-from roadkit.errors import ConfigurationError, RoadkitError
-from roadkit.resources import Resource
+from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError
 from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
 from roadkit_osrm.native.query import SERVICES, QueryError, parse_query
 from roadkit_osrm.native.render import error_body
@@ -28,7 +26,7 @@ from roadkit_osrm.native.settings import NativeSettings, read_settings
 from roadkit_osrm.native.url import UrlError, parse_url, uri_decode
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
+    from roadkit.contract import ServiceView
 
 PREFIX = "/osrm/1.0.0"
 
@@ -44,7 +42,7 @@ def _answer(answer: NativeAnswer) -> Response:
 class NativeHandler:
     """Answers native requests for one service; resources' settings are read once, when first used."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: ServiceView) -> None:
         self.service = service
         self._settings: dict[str, NativeSettings | ConfigurationError] = {}
 
@@ -133,7 +131,7 @@ class NativeHandler:
         return listed
 
 
-def build_routes(service: Service) -> list[BaseRoute]:
+def build_routes(service: ServiceView) -> list[BaseRoute]:
     """The native API's routes for one service."""
     handler = NativeHandler(service)
 
