@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_deviam import create_app
 from roadkit_deviam.testing import iam_test_config
 
