@@ -75,6 +75,8 @@ class ValhallaSource(Source):
     kind = "valhalla"
     options_class = ValhallaOptions
     operations = frozenset({"route", "isochrone", "nearest"})
+    #: services of the OSRM plugin's native API this source answers (see ``native``)
+    native_services = ("route", "nearest")
     options: ValhallaOptions
 
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
@@ -200,6 +202,34 @@ class ValhallaSource(Source):
             self._run, "isochrone", body, lambda a: translate.isochrone_response(a, request)
         )
         return result
+
+    async def native(self, request: Any) -> Any:
+        """A native OSRM request (the OSRM plugin's ``osrm/1.0.0`` API): route and nearest, OSRM-shaped."""
+        from roadkit_valhalla import native
+
+        params: dict[str, Any] = request.params
+        if request.service not in native.SERVICES:
+            return native.error("InvalidService", f"Service {request.service} is not available on this source (engine valhalla)")
+        if params.get("format") == "flatbuffers":
+            return native.error("InvalidOptions", "The flatbuffers output format is not available on this service")
+        problem = native.check_options(request.service, params)
+        if problem is not None:
+            return problem
+        try:
+            if request.service == "route":
+                body = native.route_body(params, self.resolve_cost(request.cost))
+                answer = await self.run_blocking(self._call, "route", body)
+                return native.NativeAnswer(200, orjson.dumps(native.shape_route(answer, params)))
+            costing = self.resolve_cost(request.cost).costing
+            number = int(params.get("number_of_results", 1))
+            found = []
+            for point in params["coordinates"]:
+                located = await self.run_blocking(self._call, "locate", translate.locate_body(point, costing, self.options.limits.nearest_radius))
+                found.append(native.nearest_waypoints(located, point, number))
+            waypoints = found[0] if len(found) == 1 else found
+            return native.NativeAnswer(200, orjson.dumps({"code": "Ok", "waypoints": waypoints}))
+        except RoadkitError as exc:
+            return native.engine_error(exc)
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         costing = next((c.costing for c in self.options.costs if c.optimization), self.options.costs[0].costing)
