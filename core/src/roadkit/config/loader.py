@@ -258,6 +258,8 @@ def read_source(path: Path) -> SourceConfig:
             common["timeout"] = float(value)
     if problems:
         raise ConfigurationError(problems)
+    if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources
+        common["type"] = "pgrouting"
     return SourceConfig(path=path, options=data, **common)
 
 
