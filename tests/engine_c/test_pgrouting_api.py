@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,7 +79,7 @@ def test_isochrone_polygon_is_valid_and_contains_the_start(client: TestClient) -
     assert body["reachable"] is True and polygon.is_valid
     assert polygon.buffer(0.001).contains(Point(START))
     ring = body["geometry"]["coordinates"][0] if body["geometry"]["type"] == "Polygon" else body["geometry"]["coordinates"][0][0]
-    signed = sum(a[0] * b[1] - b[0] * a[1] for a, b in zip(ring, ring[1:], strict=False))
+    signed = sum(a[0] * b[1] - b[0] * a[1] for a, b in itertools.pairwise(ring))
     assert signed > 0, "exterior rings are counter-clockwise (RFC 7946)"
 
 
@@ -90,7 +91,7 @@ def test_several_values_give_nested_contours_that_grow(client: TestClient, profi
     contours = {c["costValue"]: shape(c["geometry"]) for c in body["contours"]}
     ordered = [contours[v] for v in sorted(contours)]
     assert all(c.is_valid for c in ordered)
-    for small, large in zip(ordered, ordered[1:], strict=False):
+    for small, large in itertools.pairwise(ordered):
         assert large.buffer(1e-7).contains(small)
         assert large.area > small.area
     assert ordered[0].buffer(0.001).contains(Point(START))
