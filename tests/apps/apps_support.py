@@ -99,14 +99,16 @@ class Stack:
 @contextlib.contextmanager
 def running_stack(client_overrides: dict[str, Any] | None = None, iam_overrides: dict[str, Any] | None = None) -> Iterator[Stack]:
     """IAM + backend + static app on free ports, wired to each other."""
-    from roadkit_client.testing import free_port, run_client
+    from roadkit_client.testing import run_client
 
-    backend_port, app_port = free_port(), free_port()
-    backend_url, app_url = f"http://127.0.0.1:{backend_port}", f"http://127.0.0.1:{app_port}"
+    # Bound now and served as they are: no window in which another test could take the ports.
+    backend_sock, app_sock = bound_socket(), bound_socket()
+    backend_url = f"http://127.0.0.1:{backend_sock.getsockname()[1]}"
+    app_url = f"http://127.0.0.1:{app_sock.getsockname()[1]}"
     running, server = start_iam(iam_overrides, app_url=app_url, portal_url=backend_url)
     clock = FakeClock()
     try:
-        with run_client(running.url, client_overrides, backend_port=backend_port, app_port=app_port, now=clock) as urls:
+        with run_client(running.url, client_overrides, now=clock, sockets=(backend_sock, app_sock)) as urls:
             assert urls == (backend_url, app_url)
             yield Stack(running, backend_url, app_url, clock)
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from roadkit.app import create_app
+from roadkit.auth.admin import Authenticator
 from roadkit.config import ManagedService, ServerConfig, load_server, load_service
 from roadkit.config.files import read_document
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
@@ -35,6 +36,11 @@ class ServiceHandle(Protocol):
     async def health(self) -> dict[str, Any]: ...
     async def projection(self, pid: str) -> dict[str, str]: ...
     def describe(self) -> dict[str, Any]: ...
+    async def reload(self) -> None: ...
+    async def publish_source(self, sid: str) -> None: ...
+    async def remove_source(self, sid: str) -> None: ...
+    async def publish_resource(self, rid: str) -> None: ...
+    async def remove_resource(self, rid: str) -> None: ...
 
 
 class InProcessService:
@@ -50,9 +56,16 @@ class InProcessService:
         self.error = ""
         self.service: Service | None = None
         self.server: Server | None = None
+        # Start, stop, reload and publication one at a time: a file published during a start is
+        # applied once the start has read the folders, never lost between the two.
+        self._lock = asyncio.Lock()
 
     async def start(self) -> None:
         """Load, connect the sources, then open the listeners. Failures are kept for health."""
+        async with self._lock:
+            await self._start()
+
+    async def _start(self) -> None:
         self.lifecycle, self.error = "starting", ""
         try:
             config = load_service(self.managed.configuration, cors=self.cors)
@@ -79,9 +92,76 @@ class InProcessService:
 
     async def stop(self) -> None:
         """Close the listeners, then disconnect the sources."""
-        await self._close()
-        self.lifecycle = "stopped"
-        log.info("service %s stopped", self.id)
+        async with self._lock:
+            await self._close()
+            self.lifecycle = "stopped"
+            log.info("service %s stopped", self.id)
+
+    async def reload(self) -> None:
+        """Apply a changed service file: the new service is loaded and connected while the old one
+        still serves, then the listeners move over. When the new one can't start, the old one keeps
+        serving and the error is raised."""
+        async with self._lock:
+            if self.service is None or self.lifecycle != "ready":
+                await self._close()
+                await self._start()
+                return
+            try:
+                config = load_service(self.managed.configuration, cors=self.cors)
+                service = Service(config, self.plugins, id=self.id)
+                await asyncio.wait_for(service.start(), self.managed.startup_timeout)
+            except Exception as exc:
+                reason = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
+                raise RoadkitError(f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {reason}", code="reload_failed", status=503) from None
+            old_service, old_server = self.service, self.server
+            if old_server is not None:
+                await old_server.stop()  # finishes the requests in flight
+            self.server = None
+            try:
+                server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log)
+                await server.start()
+            except Exception as exc:
+                await service.stop()
+                reason = f"{type(exc).__name__}: {exc}"
+                try:  # back to the previous configuration on its own listeners
+                    self.server = Server(create_app(old_service, manage_lifecycle=False), old_service.config.listeners, access_log=self.access_log)
+                    await self.server.start()
+                except Exception:
+                    self.server = None
+                    self.lifecycle, self.error = "failed", reason
+                    await old_service.stop(final_state="failed")
+                    log.error("service %s failed to restart:\n%s", self.id, reason)
+                raise RoadkitError(f"Service {self.id} can't listen with its new configuration: {reason}", code="reload_failed", status=503) from None
+            self.service, self.server = service, server
+            await old_service.stop()
+            log.info("service %s reloaded, listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
+
+    def _running(self) -> Service | None:
+        return self.service if self.lifecycle == "ready" else None
+
+    async def publish_source(self, sid: str) -> None:
+        """Apply the (new or changed) file of source ``sid``; a stopped service reads it when it starts."""
+        async with self._lock:
+            if (service := self._running()) is not None:
+                await service.publish_source(sid)
+
+    async def remove_source(self, sid: str) -> None:
+        """Take source ``sid`` out of the running service."""
+        async with self._lock:
+            if (service := self._running()) is not None:
+                await service.remove_source(sid)
+
+    async def publish_resource(self, rid: str) -> None:
+        """Apply the (new or changed) file of resource ``rid``."""
+        async with self._lock:
+            if (service := self._running()) is not None:
+                await service.publish_resource(rid)
+
+    async def remove_resource(self, rid: str) -> None:
+        """Stop serving resource ``rid``."""
+        async with self._lock:
+            if (service := self._running()) is not None:
+                await service.remove_resource(rid)
 
     async def health(self) -> dict[str, Any]:
         if self.service is None or self.lifecycle != "ready":
@@ -120,12 +200,17 @@ class Administrator:
         self.plugins = plugins or Plugins.create()
         self.handles: dict[str, ServiceHandle] = {}
         for managed in config.services:
-            if managed.mode != "same-process":
-                raise ConfigurationError([f"{config.path}: services: mode {managed.mode!r} of service {managed.id!r} is not available yet; use \"same-process\""])
-            self.handles[managed.id] = InProcessService(
-                managed, config.administrator.cors, self.plugins, access_log=config.administrator.logging.access_log
-            )
+            self.handles[managed.id] = self.new_handle(managed)
         self.server: Server | None = None
+        #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
+        self.writes = asyncio.Lock()
+        self.authenticator = Authenticator(config.administrator.auth)
+
+    def new_handle(self, managed: ManagedService) -> ServiceHandle:
+        """The handle that runs ``managed`` (the one place that picks where a service runs)."""
+        if managed.mode != "same-process":
+            raise ConfigurationError([f"{self.config.path}: services: mode {managed.mode!r} of service {managed.id!r} is not available yet; use \"same-process\""])
+        return InProcessService(managed, self.config.administrator.cors, self.plugins, access_log=self.config.administrator.logging.access_log)
 
     def handle(self, sid: str) -> ServiceHandle:
         """The handle of a managed service (404 when unknown)."""
@@ -162,6 +247,7 @@ class Administrator:
             await handle.stop()
         if self.server is not None:
             await self.server.stop()
+        await self.authenticator.close()
 
 
 def _configure_logging(config: ServerConfig, level: str | None) -> None:

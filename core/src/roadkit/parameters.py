@@ -235,6 +235,8 @@ class ConstraintParameter(Parameter):
     keys: dict[str, ConstraintKey] = attrs.field(factory=dict)
     prefer_ratio: float = 0.8
     avoid_ratio: float = 1.2
+    #: What each source of the resource bans together (``constraint_support.BanSupport``), learnt at build.
+    bans: tuple[Any, ...] = attrs.field(default=(), eq=False)
 
     def parse(self, raw: Any) -> Constraint:
         if isinstance(raw, str):

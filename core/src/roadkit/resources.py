@@ -9,10 +9,11 @@ from typing import Any
 import attrs
 
 from roadkit.config.models import ResourceConfig
+from roadkit.constraint_support import bans_capability, check_constraint_types, learn_bans
 from roadkit.errors import OperationNotPermitted, ParameterInvalid
 from roadkit.geometry import GEOMETRY_FORMATS
 from roadkit.operations import OPERATIONS
-from roadkit.parameters import Parameter, PointParameter, build_parameter
+from roadkit.parameters import ConstraintParameter, Parameter, PointParameter, build_parameter
 from roadkit.projections import ProjectionRegistry
 from roadkit.source import Source
 from roadkit.units import DISTANCE_UNITS, TIME_UNITS
@@ -112,7 +113,7 @@ def build_resource(
         source = available.get(sid)
         if source is None:
             log.warning("%s: sources: source %r is unknown or unavailable; left out of resource %r", config.path, sid, config.id)
-        elif source.kind != config.type:
+        elif config.type not in (source.kind, type(source).resource_type):
             log.warning("%s: sources: source %r is of type %r, not %r; left out", config.path, sid, source.kind, config.type)
         else:
             sources.append(source)
@@ -142,6 +143,10 @@ def build_resource(
             if isinstance(param, PointParameter) and param.projection not in projections:
                 problems.append(f"{where}.{spec.name}.projection: unknown projection {param.projection!r}")
             params[spec.name] = param
+        constraints = params.get("constraints")
+        if isinstance(constraints, ConstraintParameter) and constraints.keys:
+            check_constraint_types(constraints, sources, where, problems)
+            params["constraints"] = learn_bans(constraints, sources, where)
         crs = params.get("crs")
         for value in getattr(crs, "values", ()):
             if value not in projections:
@@ -157,6 +162,15 @@ def build_resource(
     return (None, problems) if problems else (resource, [])
 
 
+def _capability(parameter: Parameter, op: str) -> dict[str, Any]:
+    entry = parameter.capability()
+    if isinstance(parameter, ConstraintParameter):
+        combinations = bans_capability(parameter, op)
+        if combinations:  # only engines that ban some combinations only (OSRM) restrict them
+            entry["values"]["bannedCombinations"] = combinations
+    return entry
+
+
 def capabilities_of(resource: Resource) -> dict[str, Any]:
     """The resource's entry in the capabilities."""
     return {
@@ -166,7 +180,7 @@ def capabilities_of(resource: Resource) -> dict[str, Any]:
             {
                 "id": op.id,
                 "availableParameters": [{"id": "resource", "values": [resource.id]}]
-                + [p.capability() for p in op.parameters.values()],
+                + [_capability(p, op.id) for p in op.parameters.values()],
             }
             for op in resource.operations.values()
         ],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -59,6 +59,9 @@ class Source:
     """Base class of every source kind."""
 
     kind: ClassVar[str] = ""
+    #: The resource type whose resources may hold this kind's sources (None: the kind itself).
+    #: A remote kind such as ``osrm-http`` serves ``osrm`` resources beside in-process sources.
+    resource_type: ClassVar[str | None] = None
     options_class: ClassVar[type | None] = None
     operations: ClassVar[frozenset[str]] = frozenset()
 
@@ -108,6 +111,22 @@ class Source:
         """The files the source needs at connection (checked by ``roadkit check``)."""
         return ()
 
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        """Why this source never applies a ``constraint_type`` constraint on such a key (None: it does).
+
+        A resource key that allows a constraint type one of its sources never applies is refused in
+        the configuration, so that the capabilities only advertise what requests get.
+        """
+        return None
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        """The sets of banned ``field`` values (at most ``most`` together) the engine applies at once.
+
+        None (the default) when every combination works. Called on a connected source while its
+        resources are built: the capabilities advertise the result and other combinations are 400s.
+        """
+        return None
+
     async def connect(self) -> None:
         """Open the engine. Sets ``green`` on success; raises (and sets ``red``) on failure."""
         self.state = SourceState.GREEN
@@ -120,7 +139,9 @@ class Source:
         self.state = SourceState.INIT
 
     def fail(self, reason: str) -> None:
-        """Mark the source red with a reason that health reports."""
+        """Mark the source red with a reason that health reports (logged once, when a green one turns red)."""
+        if self.state is SourceState.GREEN:  # a failed connection is logged by the service, with its retry
+            log.warning("source %s (%s) is red: %s", self.id, self.kind, reason)
         self.state = SourceState.RED
         self.reason = reason
 

@@ -52,10 +52,15 @@ def build_routes(service: Service) -> list[BaseRoute]:
             }
         )
 
+    built_for: tuple[Any, ...] = ()
+
     async def getcapabilities(request: Request) -> Response:
-        nonlocal capabilities
-        if capabilities is None:  # after start-up, once: resources are known
-            capabilities = build_capabilities(service, names)
+        nonlocal capabilities, built_for
+        # Built again only when the resources changed (a source reconnecting, a publication): a
+        # rebuilt resource is a new object.
+        current = tuple(service.resources.values())
+        if capabilities is None or len(current) != len(built_for) or any(a is not b for a, b in zip(current, built_for, strict=True)):
+            capabilities, built_for = build_capabilities(service, names), current
         return JSONResponse(with_base_url(capabilities, base_url(request) + PREFIX))
 
     def endpoint(op: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from roadkit.apis.simple.inputs import Inputs
+from roadkit.constraint_support import check_bans
 from roadkit.errors import OperationNotPermitted, ParameterInvalid, ParameterMissing
 from roadkit.geometry import bbox, line, slice_between, write_geometry
 from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
@@ -59,6 +60,7 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     distance_unit = inputs.value("distanceUnit")
     date_time = inputs.date_time()
     constraints = inputs.values("constraints")
+    check_bans(resource.operation("route")["constraints"], source, constraints, f"profile '{profile}' and optimization '{optimization}'")
 
     points = service.projections.transform([start, *intermediates, end], crs, source.projection)
     request = RouteRequest(
@@ -162,6 +164,7 @@ async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     date_time = inputs.date_time()
     source = resource.source_for_isochrone(profile, cost_type)
     constraints = inputs.values("constraints")
+    check_bans(resource.operation("isochrone")["constraints"], source, constraints, f"profile '{profile}' and costType '{cost_type}'")
     factor = 1.0 if unit == "standard" else service.units[unit][1]
     engine_values = tuple(round(v, 1) * factor for v in values)
     if len(set(engine_values)) != len(engine_values):

@@ -1,0 +1,172 @@
+"""Services created, changed and deleted through the admin API, persisted across an administrator restart."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from roadkit.administrator import Administrator
+from roadkit.config import load_server
+from roadkit.plugins import Plugins
+from tests.core.conftest import free_port, make_service, write
+from tests.core.test_publication import RESOURCE, ROUTE, SOURCE_A
+
+
+def configuration(port: int, **changes: Any) -> dict[str, Any]:
+    """A service file as JSON: listens on ``port``, publishes into folders the administrator creates."""
+    return {
+        "application": {"name": "second", "title": "Second service", "description": "Created through the admin API"},
+        "listeners": [{"port": port}],
+        "folders": {"sources": ["second/sources"], "resources": ["second/resources"], "projections": "projections"},
+    } | changes
+
+
+class Admin:
+    def __init__(self, root: Path, plugins: Plugins) -> None:
+        self.root = root
+        self.plugins = plugins
+        self.port, self.main_port = free_port(), free_port()
+        make_service(root, port=self.main_port)
+        self.path = write(root / "server.toml", f"""
+# The server file: the administrator keeps this comment.
+[administrator.listener]
+port = {self.port}  # the admin port
+
+[[services]]
+id = "main"
+configuration = "service.toml"
+mode = "same-process"
+""")
+        self.base = f"http://127.0.0.1:{self.port}/admin/1.0.0"
+        self.administrator: Administrator | None = None
+
+    async def start(self) -> None:
+        self.administrator = Administrator(load_server(self.path), self.plugins)
+        await self.administrator.start()
+
+    async def stop(self) -> None:
+        if self.administrator is not None:
+            await self.administrator.stop()
+            self.administrator = None
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {str(p.relative_to(self.root)): p.read_bytes() for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+async def admin(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Admin]:
+    running = Admin(tmp_path, plugins)
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+async def test_create_modify_delete_a_service_persisted_across_restarts(admin: Admin) -> None:
+    port, moved = free_port(), free_port()
+    async with httpx.AsyncClient(timeout=10) as c:
+        created = await c.post(f"{admin.base}/services", json={"id": "second", "mode": "same-process", "configuration": configuration(port)})
+        assert created.status_code == 201, created.text
+        body = created.json()
+        assert body["id"] == "second" and body["lifecycle"] == "ready"
+        assert body["configuration"]["application"]["title"] == "Second service"
+        service_file = admin.root / "second.service.toml"
+        assert tomllib.loads(service_file.read_text()) == configuration(port)
+        server_text = admin.path.read_text()
+        assert "# The server file: the administrator keeps this comment." in server_text and "# the admin port" in server_text
+        assert [s["id"] for s in tomllib.loads(server_text)["services"]] == ["main", "second"]
+        assert (admin.root / "second" / "sources").is_dir() and (admin.root / "second" / "resources").is_dir()
+        assert (await c.get(f"{admin.base}/health")).json()["state"] == "green"
+
+        # Populated by publication, it serves routes.
+        assert (await c.put(f"{admin.base}/services/second/sources/a", json=SOURCE_A)).status_code == 201
+        assert (await c.put(f"{admin.base}/services/second/resources/lines", json=RESOURCE)).status_code == 201
+        assert (admin.root / "second" / "sources" / "a.source").is_file()
+        assert (await c.get(f"http://127.0.0.1:{port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+
+        assert (await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port())})).status_code == 409
+
+        changed = await c.put(f"{admin.base}/services/second", json={"configuration": configuration(moved, application={"name": "second", "title": "Moved", "description": "d"})})
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["configuration"]["application"]["title"] == "Moved"
+        assert (await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            await c.get(f"http://127.0.0.1:{port}/simple/1.0.0/route", params=ROUTE)
+    await admin.stop()
+
+    await admin.start()  # the administrator restarted: the created and changed service is back
+    async with httpx.AsyncClient(timeout=10) as c:
+        assert (await c.get(f"{admin.base}/services/second")).json()["configuration"]["application"]["title"] == "Moved"
+        assert (await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        assert (await c.delete(f"{admin.base}/services/second")).status_code == 204
+        assert (await c.get(f"{admin.base}/services/second")).status_code == 404
+        with pytest.raises(httpx.ConnectError):
+            await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)
+        assert (await c.delete(f"{admin.base}/services/second")).status_code == 404
+        assert (await c.put(f"{admin.base}/services/second", json={"configuration": configuration(port)})).status_code == 404
+    server_text = admin.path.read_text()
+    assert [s["id"] for s in tomllib.loads(server_text)["services"]] == ["main"]
+    assert "# The server file: the administrator keeps this comment." in server_text
+    assert (admin.root / "second.service.toml").is_file(), "deleting a service keeps its files"
+    await admin.stop()
+
+    await admin.start()
+    assert admin.administrator is not None and list(admin.administrator.handles) == ["main"]
+
+
+async def test_invalid_service_requests_give_400_with_every_problem_and_change_nothing(admin: Admin) -> None:
+    assert admin.administrator is not None
+    before, handles = admin.snapshot(), dict(admin.administrator.handles)
+    async with httpx.AsyncClient(timeout=10) as c:
+        bad = configuration(admin.main_port, application={"name": "x"}, colour="red")
+        bad["folders"] = {"projections": "nowhere"}
+        response = await c.post(f"{admin.base}/services", json={"id": "second", "mode": "elsewhere", "extra": 1, "configuration": bad})
+        assert response.status_code == 400
+        problems = response.json()["error"]["message"].splitlines()
+        service_file = admin.root / "second.service.toml"
+        assert f"{service_file}: extra: unknown key (expected id, configuration, mode, workers, startup_timeout)" in problems
+        assert any(p.startswith(f"{service_file}: application.title: required key is missing") for p in problems), problems
+        assert any(p.startswith(f"{service_file}: (top level): unknown key(s) colour") for p in problems), problems
+        text = "\n".join(problems)
+        assert f"{admin.path}: services[1].mode" in text
+
+        ports = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(admin.main_port)})
+        assert f"{service_file}: listeners[0].port: port {admin.main_port} is already used by service 'main'" in ports.json()["error"]["message"]
+        folders = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port(), folders={"projections": "nowhere"})})
+        assert "folders.projections: expected a folder" in folders.json()["error"]["message"]
+        for body in ({"id": "../x", "configuration": configuration(free_port())}, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
+            assert (await c.post(f"{admin.base}/services", json=body)).status_code == 400, body
+
+        nulls = await c.put(f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())})
+        assert nulls.status_code == 400
+        assert f"{admin.root / 'service.toml'}: mode: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        assert f"{admin.root / 'service.toml'}: workers.n: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        modify = await c.put(f"{admin.base}/services/main", json={"id": "other", "configuration": configuration(free_port(), listeners="x")})
+        assert modify.status_code == 400
+        assert f"{admin.root / 'service.toml'}: id: expected 'main' (the id in the URL), got 'other'" in modify.json()["error"]["message"]
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+    assert admin.snapshot() == before
+    assert admin.administrator.handles == handles
+    assert [m.id for m in admin.administrator.config.services] == ["main"]
+
+
+async def test_a_change_the_service_cannot_start_with_keeps_the_previous_one(admin: Admin) -> None:
+    async with httpx.AsyncClient(timeout=10) as c:
+        before = admin.snapshot()
+        # The new service file is valid, but a resource file in the folders it now names is not: the new
+        # service fails to load while the old one is still serving.
+        failing = configuration(admin.main_port)
+        failing["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+        write(admin.root / "resources" / "broken.resource", 'id = "broken"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n')
+        response = await c.put(f"{admin.base}/services/main", json={"configuration": failing})
+        assert response.status_code == 503, response.text
+        assert "previous one keeps serving" in response.json()["error"]["message"]
+        (admin.root / "resources" / "broken.resource").unlink()
+        assert admin.snapshot() == before
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
