@@ -46,16 +46,19 @@ class NativeHandler:
 
     def __init__(self, service: Service) -> None:
         self.service = service
-        self._settings: dict[str, NativeSettings | ConfigurationError] = {}
+        # by resource id: the Resource object read and its settings (a republished resource is a new object)
+        self._settings: dict[str, tuple[Resource, NativeSettings | ConfigurationError]] = {}
 
     def settings(self, resource: Resource) -> NativeSettings:
-        found = self._settings.get(resource.id)
-        if found is None:
+        cached = self._settings.get(resource.id)
+        if cached is not None and cached[0] is resource:
+            found = cached[1]
+        else:
             try:
                 found = read_settings(resource)
             except ConfigurationError as exc:
                 found = exc
-            self._settings[resource.id] = found
+            self._settings[resource.id] = (resource, found)
         if isinstance(found, ConfigurationError):
             raise found
         return found
