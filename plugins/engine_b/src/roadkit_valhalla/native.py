@@ -42,6 +42,8 @@ def error(code: str, message: str, status: int = 400) -> NativeAnswer:
 
 def check_options(service: str, params: dict[str, Any]) -> NativeAnswer | None:
     """osrm-routed's option checks (sizes, bearings, at least two points for a route)."""
+    if params.get("overview") == "by_legs":
+        return error("InvalidOptions", "overview=by_legs is not available on this service")
     size = len(params["coordinates"])
     for name in ("hints", "bearings", "radiuses", "approaches"):
         values = params.get(name) or []

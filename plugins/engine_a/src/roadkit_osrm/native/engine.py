@@ -68,6 +68,8 @@ def answer(engine: Any, request: NativeRequest) -> NativeAnswer:
         return NativeAnswer(200, bytes(tile), "application/x-protobuf")
     if params.get("format") == "flatbuffers":
         return NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
+    if params.get("overview") == "by_legs":  # osrm-bindings has no such value (osrm-routed has)
+        return NativeAnswer(400, error_body("InvalidOptions", "overview=by_legs is not available on this service"))
     try:
         built = build_parameters(service, params)
     except (TypeError, ValueError, OverflowError) as exc:
