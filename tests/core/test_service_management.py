@@ -143,6 +143,10 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         for body in ({"id": "../x", "configuration": configuration(free_port())}, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
             assert (await c.post(f"{admin.base}/services", json=body)).status_code == 400, body
 
+        nulls = await c.put(f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())})
+        assert nulls.status_code == 400
+        assert f"{admin.root / 'service.toml'}: mode: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        assert f"{admin.root / 'service.toml'}: workers.n: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
         modify = await c.put(f"{admin.base}/services/main", json={"id": "other", "configuration": configuration(free_port(), listeners="x")})
         assert modify.status_code == 400
         assert f"{admin.root / 'service.toml'}: id: expected 'main' (the id in the URL), got 'other'" in modify.json()["error"]["message"]

@@ -437,7 +437,11 @@ def parse_resource(data: dict[str, Any], path: Path) -> ResourceConfig:
         for pid, settings in params.items():
             if not isinstance(settings, dict):
                 problems.append(f"{path}: operations.{op_id}.{pid}: expected a table of settings, got {settings!r}")
-    rest = {k: v for k, v in data.items() if k != "operations"}
+    apis = data.get("apis", {})
+    if not isinstance(apis, dict) or not all(isinstance(v, dict) for v in apis.values()):
+        problems.append(f"{path}: apis: expected a table of APIs, each a table of settings")
+        apis = {}
+    rest = {k: v for k, v in data.items() if k not in ("operations", "apis")}
     try:
         config = structure(rest | {"operations": {}}, _ResourceFile, path)
     except ConfigurationError as exc:
@@ -455,6 +459,7 @@ def parse_resource(data: dict[str, Any], path: Path) -> ResourceConfig:
         operations={k: dict(v) for k, v in operations.items()},
         description=config.description,
         version=config.version,
+        apis={k: dict(v) for k, v in apis.items()},
     )
 
 

@@ -180,3 +180,5 @@ class ResourceConfig:
     operations: dict[str, dict[str, Any]]
     description: str = ""
     version: str = ""
+    #: per-API settings, ``[apis.<name>]`` (e.g. ``apis.osrm`` for the native OSRM API), read by the API's plugin
+    apis: dict[str, dict[str, Any]] = attrs.field(factory=dict)

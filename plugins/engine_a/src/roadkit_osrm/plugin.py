@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from roadkit import hookimpl
+from roadkit.api import Api
 from roadkit.source import Source
 from roadkit_osrm.remote import OsrmHttpSource
 from roadkit_osrm.source import OsrmSource
@@ -21,3 +22,10 @@ def roadkit_commands() -> Sequence[Any]:
     from roadkit_osrm.prepare import build_command
 
     return [build_command()]
+
+
+@hookimpl
+def roadkit_apis() -> Sequence[Api]:
+    from roadkit_osrm.native.api import NATIVE_API
+
+    return [NATIVE_API]

@@ -15,6 +15,7 @@ from roadkit.errors import ConfigurationError, EngineError
 from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
 from roadkit.source import Progress, Source, SourceState
 from roadkit_osrm import mapping
+from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ class OsrmSource(Source):
     kind = "osrm"
     options_class = OsrmOptions
     operations = frozenset({"route", "nearest"})
+    #: services of the native OSRM API this source answers (see roadkit_osrm.native.contract)
+    native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmOptions
 
     def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
@@ -181,3 +184,15 @@ class OsrmSource(Source):
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         return await self.run_blocking(self._nearest, mapping.NearestQuery.of(request))
+
+    def _native(self, request: NativeRequest) -> NativeAnswer:
+        from roadkit_osrm.native.engine import answer
+
+        engine = self.engine
+        if engine is None:
+            raise EngineError(f"source {self.id} is not connected", status=503)
+        return answer(engine, request)
+
+    async def native(self, request: NativeRequest) -> NativeAnswer:
+        """osrm-routed's answer to a native request, computed in process."""
+        return await self.run_blocking(self._native, request)
