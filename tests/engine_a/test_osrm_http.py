@@ -390,3 +390,22 @@ async def test_http_proxy_is_used_and_no_proxy_hosts_bypass_it(
             await remote(tmp_path / "dead-proxy", "car-fastest", [server.url])
     finally:
         await proxy.stop()
+
+
+def test_a_gateway_started_before_its_server_serves_once_the_server_answers(
+    tmp_path: Path, osrm_example: Path, routed: dict[str, EngineServer]
+) -> None:
+    servers = dict(routed)
+    car = servers["car-fastest"] = osrm_routed(Path(routed["car-fastest"].command[-1]))
+    gateway = _gateway(osrm_example, tmp_path / "gateway", servers)
+    service = gateway.read_text().replace("[limits]", "[limits]\nconnect_retry_initial = 0.2\nconnect_retry_max = 0.5")
+    gateway.write_text(service)
+    with service_client(gateway) as through:
+        before = through.get(ROUTES[1])
+        assert before.status_code == 400  # the source is red: its cost is not served yet (never a 500)
+        assert through.get(ROUTES[2]).status_code == 200  # the resource's other sources are
+        with running(car):
+            deadline = time.monotonic() + 15
+            while (status := through.get(ROUTES[1]).status_code) != 200 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert status == 200
