@@ -25,6 +25,10 @@ from roadkit.service import Service
 log = logging.getLogger(__name__)
 
 
+#: How long a replaced server answers with ``Connection: close`` before it stops (same-process reload).
+DRAIN_SECONDS = 0.5
+
+
 class ServiceHandle(Protocol):
     """How the administrator drives a managed service, wherever it runs."""
 
@@ -114,25 +118,28 @@ class InProcessService:
                 reason = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
                 raise RoadkitError(f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {reason}", code="reload_failed", status=503) from None
             old_service, old_server = self.service, self.server
-            if old_server is not None:
-                await old_server.stop()  # finishes the requests in flight
-            self.server = None
+            # The new server accepts on the old server's very sockets (where the addresses stay), then
+            # the old one stops accepting and finishes its requests: no moment without a listener.
+            handed = old_server.hand_over() if old_server is not None else {}
+            wanted = {listener.bind for listener in config.listeners}
+            server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log,
+                            sockets={bind: sock for bind, sock in handed.items() if bind in wanted})
             try:
-                server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log)
                 await server.start()
             except Exception as exc:
+                for bind in handed:
+                    server.sockets.pop(bind, None)
+                await server.stop()
                 await service.stop()
-                reason = f"{type(exc).__name__}: {exc}"
-                try:  # back to the previous configuration on its own listeners
-                    self.server = Server(create_app(old_service, manage_lifecycle=False), old_service.config.listeners, access_log=self.access_log)
-                    await self.server.start()
-                except Exception:
-                    self.server = None
-                    self.lifecycle, self.error = "failed", reason
-                    await old_service.stop(final_state="failed")
-                    log.error("service %s failed to restart:\n%s", self.id, reason)
-                raise RoadkitError(f"Service {self.id} can't listen with its new configuration: {reason}", code="reload_failed", status=503) from None
+                if old_server is not None:
+                    old_server.sockets.update(handed)
+                raise RoadkitError(f"Service {self.id} can't listen with its new configuration; the previous one keeps serving: {type(exc).__name__}: {exc}", code="reload_failed", status=503) from None
             self.service, self.server = service, server
+            if old_server is not None:
+                await old_server.drain(DRAIN_SECONDS)  # keep-alive clients move over, requests in flight finish
+            for bind, sock in handed.items():
+                if bind not in wanted:
+                    sock.close()
             await old_service.stop()
             log.info("service %s reloaded, listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
 
