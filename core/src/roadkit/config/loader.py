@@ -356,6 +356,8 @@ def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
         common["type"] = "pgrouting"  # Road2's name of the kind
     if problems:
         raise ConfigurationError(problems)
+    if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources
+        common["type"] = "pgrouting"
     return SourceConfig(path=path, options=data, **common)
 
 
