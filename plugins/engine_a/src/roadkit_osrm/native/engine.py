@@ -52,33 +52,47 @@ def engine_error(exc: RuntimeError) -> NativeAnswer:
     return NativeAnswer(400, error_body(code, message))
 
 
-def answer(engine: Any, request: NativeRequest) -> NativeAnswer:
-    """osrm-routed's answer to ``request`` computed by ``engine`` (blocking: run it in the source's thread)."""
+def refusal(request: NativeRequest) -> tuple[Any, NativeAnswer | None]:
+    """The parameters of ``request``, or osrm-routed's 400 for a request it refuses before routing.
+
+    The checks need no engine: a source forwarding to a remote osrm-routed makes them too, so that
+    the resource's limits apply (and are worded) as in process.
+    """
     import osrm
 
     service, params = request.service, request.params
     if service == "tile":
         tile_parameters = osrm.TileParameters([params["x"], params["y"], params["z"]])
         if not tile_parameters.IsValid():
-            return NativeAnswer(400, error_body("InvalidOptions", "Invalid coodinates. Only zoomlevel 12+ is supported"))
-        try:
-            tile = engine.Tile(tile_parameters)
-        except RuntimeError as exc:
-            return engine_error(exc)
-        return NativeAnswer(200, bytes(tile), "application/x-protobuf")
+            return None, NativeAnswer(400, error_body("InvalidOptions", "Invalid coodinates. Only zoomlevel 12+ is supported"))
+        return tile_parameters, None
     if params.get("format") == "flatbuffers":
-        return NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
+        return None, NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
     try:
         built = build_parameters(service, params)
     except (TypeError, ValueError, OverflowError) as exc:
-        return NativeAnswer(400, error_body("InvalidValue", str(exc).splitlines()[0]))
+        return None, NativeAnswer(400, error_body("InvalidValue", str(exc).splitlines()[0]))
     if not built.IsValid():
-        return NativeAnswer(400, error_body("InvalidOptions", wrong_option_help(service, params)))
+        return None, NativeAnswer(400, error_body("InvalidOptions", wrong_option_help(service, params)))
     exceeded = check_limits(service, params, request.limits)
     if exceeded is not None:
-        return NativeAnswer(400, error_body(*exceeded))
+        return None, NativeAnswer(400, error_body(*exceeded))
+    return built, None
+
+
+def answer(engine: Any, request: NativeRequest) -> NativeAnswer:
+    """osrm-routed's answer to ``request`` computed by ``engine`` (blocking: run it in the source's thread)."""
+    built, refused = refusal(request)
+    if refused is not None:
+        return refused
+    if request.service == "tile":
+        try:
+            tile = engine.Tile(built)
+        except RuntimeError as exc:
+            return engine_error(exc)
+        return NativeAnswer(200, bytes(tile), "application/x-protobuf")
     try:
-        result = getattr(engine, _METHODS[service])(built)
+        result = getattr(engine, _METHODS[request.service])(built)
     except RuntimeError as exc:
         return engine_error(exc)
     return NativeAnswer(200, render(result).encode())
