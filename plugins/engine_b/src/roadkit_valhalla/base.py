@@ -9,14 +9,15 @@ comes back (:meth:`ValhallaBase.ask`); both build the bodies and read the answer
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError, EngineError, NoIsochroneFound, NoPathFound, ParameterInvalid, RoadkitError
 from roadkit.model import (
+    ConstraintKeyType,
     Cost,
     IsochroneRequest,
     IsochroneResponse,
@@ -79,6 +80,7 @@ class ValhallaBase(Source):
     """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
 
     operations = frozenset({"route", "isochrone", "nearest"})
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-valhalla": ConstraintKeyType(("=",))}  # banned values are costing options
     #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
     native_services = ("route", "nearest")
 
