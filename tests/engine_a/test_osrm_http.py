@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import json
 import os
+import random
 import shutil
 import signal
 import time
@@ -26,11 +27,14 @@ from roadkit.plugins import Plugins
 from roadkit.source import SourceState
 from roadkit.testing import SourceContract, service_client
 from roadkit_osrm import OsrmHttpSource, OsrmSource
+from tests.engine_a.native_support import compare, encode, generate, write_native_service
+from tests.engine_a.test_native_route_nearest import native, native_get
 from tests.engine_servers import EngineServer, LoopbackProxy, free_port, osrm_routed, running, same, silent_listener
 
 START = (7.41337, 43.72956)
 END = (7.41983, 43.73115)
 VIA = (7.4246, 43.7383)
+__all__ = ["native"]
 ALGORITHMS = {"car-fastest": "CH", "car-shortest": "CH", "pedestrian-fastest": "MLD"}
 MOTORWAY = Constraint("banned", "waytype", "=", "autoroute", field="motorway")
 
@@ -390,3 +394,75 @@ async def test_http_proxy_is_used_and_no_proxy_hosts_bypass_it(
             await remote(tmp_path / "dead-proxy", "car-fastest", [server.url])
     finally:
         await proxy.stop()
+
+
+def test_a_gateway_started_before_its_server_serves_once_the_server_answers(
+    tmp_path: Path, osrm_example: Path, routed: dict[str, EngineServer]
+) -> None:
+    servers = dict(routed)
+    car = servers["car-fastest"] = osrm_routed(Path(routed["car-fastest"].command[-1]))
+    gateway = _gateway(osrm_example, tmp_path / "gateway", servers)
+    service = gateway.read_text().replace("[limits]", "[limits]\nconnect_retry_initial = 0.2\nconnect_retry_max = 0.5")
+    gateway.write_text(service)
+    with service_client(gateway) as through:
+        before = through.get(ROUTES[1])
+        assert before.status_code == 400  # the source is red: its cost is not served yet (never a 500)
+        assert through.get(ROUTES[2]).status_code == 200  # the resource's other sources are
+        with running(car):
+            deadline = time.monotonic() + 15
+            while (status := through.get(ROUTES[1]).status_code) != 200 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert status == 200
+
+
+@pytest.fixture(scope="module")
+def gateway_native(tmp_path_factory: pytest.TempPathFactory, osrm_example: Path, routed: dict[str, EngineServer]) -> Iterator[Any]:
+    """The native API's differential service (resource ``diff``, small limits) on osrm-http sources.
+
+    Its servers run with osrm-routed's default limits: the resource's smaller ones must apply anyway.
+    """
+    root = tmp_path_factory.mktemp("gateway-native")
+    service = write_native_service(Path(_gateway(osrm_example, root / "gateway", routed)).parent, root / "native")
+    with service_client(service) as client:
+        yield client
+
+
+@pytest.mark.parametrize("service", ["route", "nearest", "table", "trip", "match", "tile"])
+def test_the_native_api_through_osrm_http_equals_the_in_process_answers(service: str, gateway_native: Any, native: Any) -> None:
+    rng = random.Random(f"roadkit-remote-native-{service}")
+    failures: list[str] = []
+    statuses: dict[int, int] = {}
+    count = 40 if service == "tile" else 80
+    for _ in range(count):
+        url = encode(generate(service, rng))
+        expected = native_get(native, url)
+        statuses[expected[0]] = statuses.get(expected[0], 0) + 1
+        try:
+            compare(url, expected, native_get(gateway_native, url))
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, f"{len(failures)} of {count} answers differ:\n" + "\n".join(failures[:5])
+    assert statuses.get(200, 0) >= count // 6, statuses
+    if service != "tile":
+        assert statuses.get(400, 0) >= count // 12, statuses
+
+
+# Encoded characters: one level is decoded before the query is parsed and one more while it is.
+ENCODED_URLS = [
+    "/nearest/v1/driving/7.41337,43.72956?number=%2533",
+    "/nearest/v1/driving/7.41337,43.72956?number=%252533",
+    "/nearest/v1/driving/7.41337%2C43.72956?number=2",
+    "/route/v1/driving/polyline(%7Bv%7CiGwtll%40kCiF)?overview=false",
+    "/route/v1/driving/7.41337,43.72956;7.41983,43.73115?exclude=motorway%25",
+    "/route/v1/driving/7.41337,43.72956;7.41983,43.73115?annotations=true&geometries=polyline6&steps=true",
+    "/table/v1/driving/7.41337,43.72956;7.41983,43.73115;7.4246,43.7383?sources=0&annotations=duration,distance",
+]
+
+
+def test_the_native_api_forwards_encoded_characters_as_osrm_routed_reads_them(gateway_native: Any, native: Any) -> None:
+    statuses = []
+    for url in ENCODED_URLS:
+        expected = native_get(native, url)
+        compare(url, expected, native_get(gateway_native, url))
+        statuses.append(expected[0])
+    assert statuses.count(200) >= 4 and statuses.count(400) >= 1, statuses

@@ -30,7 +30,7 @@ def _service_files(path: Path) -> list[tuple[str, Path, Path | None]]:
     from roadkit.config.files import read_document
 
     data = read_document(path)
-    if "administrator" in data or "services" in data:
+    if "administrator" in data or "services" in data or "administration" in data:
         server = load_server(path)
         return [(s.id, s.configuration, server.administrator.cors) for s in server.services]
     return [("main", path.resolve(), None)]

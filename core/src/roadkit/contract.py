@@ -16,6 +16,7 @@ from roadkit.cli import Command
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
+from roadkit.docs import docs_routes
 from roadkit.errors import (
     BadRequest,
     ConfigurationError,
@@ -34,6 +35,7 @@ from roadkit.errors import (
 )
 from roadkit.model import (
     Constraint,
+    ConstraintKeyType,
     ConstraintType,
     Coord,
     Cost,
@@ -50,6 +52,7 @@ from roadkit.model import (
     Step,
     way_name,
 )
+from roadkit.pgcluster import PrivateCluster
 from roadkit.projections import ProjectionRegistry
 from roadkit.remote import EngineServers, HttpSettings
 from roadkit.resources import Resource
@@ -62,6 +65,7 @@ __all__ = [
     "Command",
     "ConfigurationError",
     "Constraint",
+    "ConstraintKeyType",
     "ConstraintType",
     "Coord",
     "Cost",
@@ -85,6 +89,7 @@ __all__ = [
     "ParameterMissing",
     "PluginError",
     "Portion",
+    "PrivateCluster",
     "Progress",
     "ProjectionRegistry",
     "Resource",
@@ -101,6 +106,7 @@ __all__ = [
     "Step",
     "UnsupportedOperation",
     "base_url",
+    "docs_routes",
     "error_response",
     "hookimpl",
     "read_document",

@@ -94,6 +94,7 @@ class Answer:
     status: int
     body: bytes
     server: str
+    content_type: str = "application/json"
 
 
 async def _read(response: aiohttp.ClientResponse, max_bytes: int | None) -> bytes:
@@ -273,13 +274,15 @@ class EngineServers:
         params: Mapping[str, str] | None = None,
         json_body: bytes | None = None,
         max_bytes: int | None = None,
+        encoded: bool = False,
     ) -> Answer:
         """Send one request to the next server that answers; on a dead server, try the next one.
 
         Raises SourceUnavailable (503) when no server answers and EngineTimeout (504) when the
         source's time-out passes. Any HTTP answer is returned as it is (the engine's errors are the
         caller's to map), except the "gone" statuses of a proxy in front (502, 503, 504), which
-        count as a server that does not answer.
+        count as a server that does not answer. ``encoded``: ``path`` is already percent-encoded and
+        is sent byte for byte.
         """
         session = self._session
         if session is None:
@@ -294,11 +297,11 @@ class EngineServers:
                 break
             timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.settings.connect_timeout, remaining))
             try:
-                async with session.request(
-                    method, server.url + path, params=params, data=json_body, headers=headers, timeout=timeout
-                ) as response:
+                url = URL(server.url + path, encoded=True) if encoded else server.url + path
+                async with session.request(method, url, params=params, data=json_body, headers=headers, timeout=timeout) as response:
                     body = await _read(response, max_bytes)
                     status = response.status
+                    content_type = response.headers.get("Content-Type", "application/json")
             except aiohttp.ConnectionTimeoutError as exc:
                 failures.append(f"{server.url}: {_describe(exc)}")
                 self._mark(server, False, f"no connection within {self.settings.connect_timeout:g} s")
@@ -320,7 +323,7 @@ class EngineServers:
             if not server.up:
                 self._mark(server, True, "")
                 self._changed()
-            return Answer(status, body, server.url)
+            return Answer(status, body, server.url, content_type)
         if failures:
             self._changed()
         if loop.time() >= deadline:

@@ -30,6 +30,14 @@ from roadkit.config.models import (
     ServiceConfig,
     SourceConfig,
 )
+from roadkit.config.road2 import (
+    application_info,
+    from_road2_server,
+    from_road2_service,
+    is_road2_server,
+    is_road2_service,
+    road2_server_key,
+)
 from roadkit.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -65,6 +73,15 @@ def load_server(path: Path | str) -> ServerConfig:
 
 def parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     """A server document that belongs at ``path`` (the admin API checks a changed one before writing it)."""
+    if not is_road2_server(data):
+        return _parse_server(data, path)
+    try:
+        return _parse_server(from_road2_server(data, path), path)
+    except ConfigurationError as exc:  # problems found after the translation name Road2's keys
+        raise ConfigurationError([road2_server_key(problem, path) for problem in exc.problems]) from None
+
+
+def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     problems: list[str] = []
     data = dict(data)
     admin_data = data.pop("administrator", {})
@@ -162,7 +179,21 @@ def load_cors(path: Path | None) -> dict[str, Any] | None:
         "exposedHeaders": "expose_headers", "expose_headers": "expose_headers",
     }
     for key, value in data.items():
-        if key in mapping:
+        if key in {"origin", "origins"} and isinstance(value, bool):
+            # npm cors: true reflects the request's origin (any origin), false turns CORS off.
+            if not value:
+                return None
+            options["allow_origin_regex"] = ".*"
+        elif key in {"origin", "origins"} and isinstance(value, str) and len(value) > 2 and value.startswith("/") and value.rstrip("gimsuy").endswith("/"):
+            # A regular expression literal (/pattern/flags), as npm cors takes a RegExp.
+            pattern, flags = value[1:].rsplit("/", 1)
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"{path}: {key}: expected a regular expression, got {value!r} ({exc})")
+            # A RegExp matches anywhere in the origin (JavaScript's test); Starlette matches it whole.
+            options["allow_origin_regex"] = f".*(?{'i' if 'i' in flags else ''}:{pattern}).*"
+        elif key in mapping:
             options[mapping[key]] = strings(key, value)
         elif key in {"credentials", "allow_credentials"}:
             if not isinstance(value, bool):
@@ -196,6 +227,14 @@ def parse_service(data: dict[str, Any], path: Path, *, cors: Path | None = None,
     that do not exist yet are listed there instead of being problems: the caller creates them.
     """
     problems: list[str] = []
+    if is_road2_service(data):
+        data, own_cors = from_road2_service(data, path)
+        cors = own_cors or cors  # the service's own CORS file, as in Road2, else the administrator's
+    elif isinstance(data.get("application"), dict):
+        info_problems: list[str] = []
+        data = {**data, "application": {**data["application"], **application_info(data["application"], path, info_problems)}}
+        if info_problems:
+            raise ConfigurationError(info_problems)
     config = structure(dict(data), _ServiceFile, path)
     listeners = tuple(_resolve_listener(path, listener) for listener in config.listeners)
     ids: set[str] = set()
@@ -315,6 +354,8 @@ def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
             common["timeout"] = float(value)
     if problems:
         raise ConfigurationError(problems)
+    if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources
+        common["type"] = "pgrouting"
     return SourceConfig(path=path, options=data, **common)
 
 
@@ -332,6 +373,11 @@ def _read_all[C: (SourceConfig, ResourceConfig)](
             problems.extend(exc.problems)
             continue
         if config.id in seen:
+            first = next(c for c in configs if c.id == config.id)
+            if what == "source" and attrs.evolve(config, path=first.path) == first:
+                # Road2 accepts a source defined twice identically; the first file is used.
+                log.info("%s: source %r is defined identically in %s; the first definition is used", path, config.id, first.path)
+                continue
             problems.append(f"{path}: id: {what} id {config.id!r} is already defined in {seen[config.id]}")
             continue
         seen[config.id] = path

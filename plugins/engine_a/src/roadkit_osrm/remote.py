@@ -8,14 +8,15 @@ same mapping as the in-process ``osrm`` kind. Its sources serve ``osrm`` resourc
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, ClassVar
 
 import attrs
 import orjson
 
 from roadkit.contract import (
     ConfigurationError,
+    ConstraintKeyType,
     Cost,
     EngineError,
     EngineServers,
@@ -30,9 +31,22 @@ from roadkit.contract import (
     SourceUnavailable,
 )
 from roadkit_osrm import mapping
+from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 from roadkit_osrm.source import OsrmCost
 
 log = logging.getLogger(__name__)
+
+# Characters sent as they are in a forwarded native URL; every other one is percent-encoded.
+_URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?")
+
+
+def encode_query(query: str) -> str:
+    """``query`` (decoded as osrm-routed decodes a URL: ``%XX`` only) encoded so that osrm-routed decodes it back.
+
+    Each character stands for one byte (latin-1); ``%`` is always encoded, so an encoded sequence in
+    the decoded query reaches osrm-routed's query parser as it reached ours.
+    """
+    return "".join(c if c in _URL_SAFE else f"%{ord(c):02X}" for c in query)
 
 
 @attrs.frozen
@@ -56,6 +70,9 @@ class OsrmHttpSource(Source):
     resource_type = "osrm"
     options_class = OsrmHttpOptions
     operations = frozenset({"route", "nearest"})
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
+    #: services of the native OSRM API this source answers: all, forwarded (roadkit_osrm.native.contract)
+    native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmHttpOptions
 
     def __init__(self, config: SourceConfig, options: OsrmHttpOptions, *, timeout: float = 10.0) -> None:
@@ -151,3 +168,21 @@ class OsrmHttpSource(Source):
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         query = mapping.NearestQuery.of(request)
         return mapping.nearest_response(await self._get(query.path(self.options.url_profile), query.params()))
+
+    async def native(self, request: NativeRequest) -> NativeAnswer:
+        """osrm-routed's own answer: the native URL forwarded unchanged (with the servers' profile segment).
+
+        The requests osrm-routed would refuse before routing are refused here first, as the
+        in-process source refuses them, so that the resource's limits apply whatever the servers' are.
+        """
+        from roadkit_osrm.native.engine import refusal
+
+        _, refused = refusal(request)
+        if refused is not None:
+            return refused
+        servers = self.servers
+        if servers is None:
+            raise SourceUnavailable(f"source {self.id} is not connected")
+        path = f"/{request.service}/v{request.version}/{self.options.url_profile}/{encode_query(request.query)}"
+        answer = await servers.request("GET", path, encoded=True)
+        return NativeAnswer(answer.status, answer.body, answer.content_type)

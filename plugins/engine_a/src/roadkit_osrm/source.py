@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from roadkit.contract import (
     ConfigurationError,
+    ConstraintKeyType,
     Cost,
     EngineError,
     NearestRequest,
@@ -73,6 +74,7 @@ class OsrmSource(Source):
     kind = "osrm"
     options_class = OsrmOptions
     operations = frozenset({"route", "nearest"})
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
     #: services of the native OSRM API this source answers (see roadkit_osrm.native.contract)
     native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmOptions
