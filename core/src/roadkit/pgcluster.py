@@ -121,8 +121,9 @@ class PrivateCluster:
             if running is not None:
                 self.port, self.owned = running, False
                 return
-            with bound_socket("127.0.0.1", 0) as sock:
-                self.port = int(sock.getsockname()[1])
+            if not self.port:  # a restarted cluster keeps its port: its clients reconnect there
+                with bound_socket("127.0.0.1", 0) as sock:
+                    self.port = int(sock.getsockname()[1])
             options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off"
             _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_file), "-w",
                                   "-t", str(int(timeout)), "-o", options, "start"]), f"pg_ctl start {self.data}")
