@@ -96,6 +96,9 @@ class PrivateCluster:
         if self.exists():
             return
         self.data.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0 and subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(self.data.parent)]).returncode:
+            raise ClusterError(f"the postgres user cannot reach {self.data.parent}: the server runs as that user when "
+                               "roadkit runs as root; put the cluster folder where every parent folder is world-searchable")
         _give_to_server_user(self.data)
         os.chmod(self.data, 0o700)
         _run(_as_server_user([str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
