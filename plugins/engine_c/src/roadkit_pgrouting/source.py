@@ -131,7 +131,7 @@ class PgRoutingSource(Source):
         assert self._database is not None
         storage = self.options.storage
         try:
-            async with self._database.pool.acquire(timeout=self.timeout) as conn:
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
                 rows = await conn.fetch(queries.COLUMNS, storage.schema, [storage.ways, storage.vertices, storage.restrictions])
         except Exception as exc:
             self.fail(f"cannot read schema {storage.schema} in the {self.where}: {exc or type(exc).__name__}")
@@ -202,7 +202,7 @@ class PgRoutingSource(Source):
         statement, values = binder_settings
         timeout_ms = str(int(self.timeout * 1000))
         try:
-            async with self._database.pool.acquire(timeout=self.timeout) as conn, conn.transaction():
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn, conn.transaction():
                 await conn.execute("SELECT set_config('statement_timeout', $1, true)", timeout_ms)
                 if values:
                     await conn.execute(statement, *values)
