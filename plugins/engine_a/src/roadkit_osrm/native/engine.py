@@ -66,10 +66,9 @@ def refusal(request: NativeRequest) -> tuple[Any, NativeAnswer | None]:
         if not tile_parameters.IsValid():
             return None, NativeAnswer(400, error_body("InvalidOptions", "Invalid coodinates. Only zoomlevel 12+ is supported"))
         return tile_parameters, None
-    if params.get("format") == "flatbuffers":
-        return None, NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
     try:
-        built = build_parameters(service, params)
+        # osrm-bindings lacks overview=by_legs; the checks below do not depend on the overview
+        built = build_parameters(service, {k: v for k, v in params.items() if k != "overview"} if params.get("overview") == "by_legs" else params)
     except (TypeError, ValueError, OverflowError) as exc:
         return None, NativeAnswer(400, error_body("InvalidValue", str(exc).splitlines()[0]))
     if not built.IsValid():
@@ -82,6 +81,11 @@ def refusal(request: NativeRequest) -> tuple[Any, NativeAnswer | None]:
 
 def answer(engine: Any, request: NativeRequest) -> NativeAnswer:
     """osrm-routed's answer to ``request`` computed by ``engine`` (blocking: run it in the source's thread)."""
+    # What osrm-routed does but osrm-bindings cannot (a remote osrm-routed can: these are not refusals)
+    if request.params.get("format") == "flatbuffers":
+        return NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
+    if request.params.get("overview") == "by_legs":
+        return NativeAnswer(400, error_body("InvalidOptions", "overview=by_legs is not available on this service"))
     built, refused = refusal(request)
     if refused is not None:
         return refused

@@ -143,7 +143,7 @@ class _Grammar:
             expect(lit("waypoints="), act(lst(unsigned(64), lit(";")), setter("waypoints"))),
             expect(lit("steps="), act(boolean, setter("steps"))),
             expect(lit("geometries="), act(symbols({"geojson": "geojson", "polyline": "polyline", "polyline6": "polyline6"}), setter("geometries"))),
-            expect(lit("overview="), act(symbols({"simplified": "simplified", "full": "full", "false": "false"}), setter("overview"))),
+            expect(lit("overview="), act(symbols({"simplified": "simplified", "full": "full", "false": "false", "by_legs": "by_legs"}), setter("overview"))),
             expect(
                 lit("annotations="),
                 alt(
