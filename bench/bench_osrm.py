@@ -32,7 +32,7 @@ def prepare(workdir: Path) -> Path:
     return dataset
 
 
-def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: int) -> Path:
+def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: int, *, http_server: str | None = None) -> Path:
     (workdir / "sources").mkdir()
     (workdir / "resources").mkdir()
     (workdir / "sources" / "car.source").write_text(
@@ -44,6 +44,7 @@ def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: 
     (workdir / "service.toml").write_text(
         f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
         '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
+        + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
     )
     server = workdir / "server.toml"
     server.write_text(

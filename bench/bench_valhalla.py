@@ -59,7 +59,7 @@ def service_config(workdir: Path, config: Path, port: int) -> Path:
     return path
 
 
-def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int, admin_port: int) -> Path:
+def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int, admin_port: int, *, http_server: str | None = None) -> Path:
     """A server file serving only the Valhalla source and resource on free ports."""
     (workdir / "sources").mkdir()
     (workdir / "resources").mkdir()
@@ -74,6 +74,7 @@ def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int,
     (workdir / "service.toml").write_text(
         f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
         '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
+        + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
     )
     server = workdir / "server.toml"
     server.write_text(
