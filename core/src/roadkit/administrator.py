@@ -76,7 +76,7 @@ class InProcessService:
             self.service = Service(config, self.plugins, id=self.id)
             await asyncio.wait_for(self.service.start(), self.managed.startup_timeout)
             app = create_app(self.service, manage_lifecycle=False)
-            self.server = Server(app, config.listeners, access_log=self.access_log)
+            self.server = Server(app, config.listeners, access_log=self.access_log, http_server=config.http.server)
             await self.server.start()
         except Exception as exc:
             self.lifecycle = "failed"
@@ -123,7 +123,7 @@ class InProcessService:
             handed = old_server.hand_over() if old_server is not None else {}
             wanted = {listener.bind for listener in config.listeners}
             server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log,
-                            sockets={bind: sock for bind, sock in handed.items() if bind in wanted})
+                            sockets={bind: sock for bind, sock in handed.items() if bind in wanted}, http_server=config.http.server)
             try:
                 await server.start()
             except Exception as exc:
