@@ -220,7 +220,7 @@ def _base_options(rng: random.Random, n: int) -> dict[str, Callable[[], str]]:
         "bearings": lambda: _list(
             rng, n, lambda: rng.choice(["", f"{rng.randint(0, 360)},{rng.randint(0, 180)}", "400,10", "10,200", "90", "-5,10", "99999,1", f"{rng.randint(0, 360)},{rng.randint(0, 180)}"])
         ),
-        "hints": lambda: _list(rng, n, lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112))], ["abc"], 0.1)),
+        "hints": lambda: _list(rng, n, lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112 * rng.choice([1, 1, 2])))], ["abc", "B" * 114], 0.1)),
         "approaches": lambda: _list(rng, n, lambda: pick(rng, ["", "curb", "unrestricted", "opposite"], ["foo"], 0.1)),
         "generate_hints": lambda: pick(rng, ["true", "false"], ["TRUE", "1"]),
         "skip_waypoints": lambda: pick(rng, ["true", "false"], ["x"]),

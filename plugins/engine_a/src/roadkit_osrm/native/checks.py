@@ -59,9 +59,8 @@ def check_limits(service: str, params: dict[str, Any], limits: NativeLimits) -> 
         if limits.max_table_size > 0 and sources * destinations > limits.max_table_size**2:
             return "TooBig", "Too many table coordinates"
     elif service == "trip":
-        # a one-way trip needs a fixed start and end (osrm-routed checks this first)
-        roundtrip = params.get("roundtrip", True)
-        if not roundtrip and not (params.get("source") == "first" and params.get("destination") == "last"):
+        # a one-way trip needs a fixed start or end (osrm-routed checks this first)
+        if not params.get("roundtrip", True) and params.get("source") != "first" and params.get("destination") != "last":
             return "NotImplemented", "This request is not supported"
         if 0 < limits.max_trip_size < n:
             return "TooBig", "Too many trip coordinates"
