@@ -306,3 +306,18 @@ async def test_a_remote_kind_serves_its_engine_types_resources(tmp_path: Path, p
             assert still.status_code == 200, still.text
     finally:
         await admin.stop()
+
+
+async def test_a_resource_whose_source_is_red_is_served_once_the_source_is_fixed(running: Running) -> None:
+    c = running.client
+    red = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"fail": True})
+    assert red.status_code == 201, red.text
+    source_health = (await c.get(f"{running.admin}/health")).json()["services"][0]["sources"][0]
+    assert source_health["state"] == "red" and "refused to load" in source_health["reason"]
+    assert (await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)).status_code == 201
+    assert (await running.route()).status_code == 400  # written, but no available source to serve it
+    assert (await c.get(f"{running.admin}/services/main/resources/lines")).status_code == 200
+    fixed = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    assert fixed.status_code == 200, fixed.text
+    assert (await running.route()).status_code == 200
+    assert (await c.get(f"{running.admin}/health")).json()["state"] == "green"

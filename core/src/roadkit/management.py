@@ -114,10 +114,7 @@ class Management:
         if problems or server is None:
             raise ConfigurationError(problems)
         managed = next(m for m in server.services if m.id == sid)
-        try:
-            self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
-        except ConfigurationError as exc:
-            raise ConfigurationError(exc.problems) from None
+        self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
         return Plan(service_file, text, editor, server, managed, tuple(folders))
 
     def _write(self, plan: Plan) -> None:
