@@ -321,3 +321,25 @@ async def test_a_resource_whose_source_is_red_is_served_once_the_source_is_fixed
     assert fixed.status_code == 200, fixed.text
     assert (await running.route()).status_code == 200
     assert (await c.get(f"{running.admin}/health")).json()["state"] == "green"
+
+
+async def test_a_write_that_fails_on_disk_is_a_503_and_changes_nothing(running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import roadkit.config.writer
+
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    files, (sources, resources) = running.snapshot(), memory(running.administrator)
+
+    def full(src: str, dst: str) -> None:
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(roadkit.config.writer.os, "replace", full)
+    failed = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    assert failed.status_code == 503
+    assert failed.json()["error"]["message"] == f"Can't write {running.root / 'resources' / 'lines.resource'}: No space left on device; nothing was changed"
+    replaced = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"profiles": ["bike"]})
+    assert replaced.status_code == 503
+    assert running.snapshot() == files, "no change and no temporary file left"
+    assert memory(running.administrator) == (sources, resources)
