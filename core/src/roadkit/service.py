@@ -135,10 +135,10 @@ class Service:
             self._reconnect_later(source)
 
     async def _attempt(self, source: Source) -> None:
-        for cost in source.costs():
-            self.plugins.resolve_cost(source, cost)
         before = source.reason
         try:
+            # Once per connection: the engine reads these settings (Source.setting), a plugin's override included.
+            source.keep_cost_settings({cost: self.plugins.resolve_cost(source, cost) for cost in source.costs()})
             await source.connect()
         except Exception as exc:  # an engine that fails to load leaves the source red, not the service down
             # The source's own reason when it gave a new one (it knows best), else the exception's.

@@ -14,11 +14,22 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError, SourceUnavailable
-from roadkit.model import ConstraintKeyType, Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
-from roadkit.remote import EngineServers, HttpSettings
-from roadkit.source import Source, SourceState
+from roadkit.contract import (
+    ConfigurationError,
+    ConstraintKeyType,
+    Cost,
+    EngineError,
+    EngineServers,
+    HttpSettings,
+    NearestRequest,
+    NearestResponse,
+    RouteRequest,
+    RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    SourceUnavailable,
+)
 from roadkit_osrm import mapping
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 from roadkit_osrm.source import OsrmCost

@@ -9,11 +9,21 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from roadkit.config.files import resolve
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError
-from roadkit.model import ConstraintKeyType, Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
-from roadkit.source import Progress, Source, SourceState
+from roadkit.contract import (
+    ConfigurationError,
+    ConstraintKeyType,
+    Cost,
+    EngineError,
+    NearestRequest,
+    NearestResponse,
+    Progress,
+    RouteRequest,
+    RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    resolve,
+)
 from roadkit_osrm import mapping
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 

@@ -17,19 +17,25 @@ from typing import Any, ClassVar
 
 import asyncpg
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import EngineError, EngineTimeout, ParameterInvalid, RoadkitError, SourceUnavailable
-from roadkit.model import (
+from roadkit.contract import (
     ConstraintKeyType,
     Cost,
+    EngineError,
+    EngineTimeout,
     IsochroneRequest,
     IsochroneResponse,
     NearestRequest,
     NearestResponse,
+    ParameterInvalid,
+    Progress,
+    RoadkitError,
     RouteRequest,
     RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    SourceUnavailable,
 )
-from roadkit.source import Progress, Source, SourceState
 from roadkit_pgrouting import queries
 from roadkit_pgrouting.database import Database, close_database, describe, open_database
 from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
@@ -125,7 +131,7 @@ class PgRoutingSource(Source):
         assert self._database is not None
         storage = self.options.storage
         try:
-            async with self._database.pool.acquire(timeout=self.timeout) as conn:
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
                 rows = await conn.fetch(queries.COLUMNS, storage.schema, [storage.ways, storage.vertices, storage.restrictions])
         except Exception as exc:
             self.fail(f"cannot read schema {storage.schema} in the {self.where}: {exc or type(exc).__name__}")
@@ -196,7 +202,7 @@ class PgRoutingSource(Source):
         statement, values = binder_settings
         timeout_ms = str(int(self.timeout * 1000))
         try:
-            async with self._database.pool.acquire(timeout=self.timeout) as conn, conn.transaction():
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn, conn.transaction():
                 await conn.execute("SELECT set_config('statement_timeout', $1, true)", timeout_ms)
                 if values:
                     await conn.execute(statement, *values)
@@ -222,11 +228,11 @@ class PgRoutingSource(Source):
     # -- operations -----------------------------------------------------------------------------
 
     async def route(self, request: RouteRequest) -> RouteResponse:
-        cost = self.resolve_cost(request.cost)
+        cost = self.setting(request.cost)
         return await self._bounded(queries.route(self, request, cost))
 
     async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
-        cost = self.resolve_cost(request.cost)
+        cost = self.setting(request.cost)
         return await self._bounded(queries.isochrone(self, request, cost))
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:

@@ -18,10 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from roadkit.api import Api, JSONResponse, base_url
-from roadkit.docs import docs_routes
-from roadkit.errors import ConfigurationError, RoadkitError
-from roadkit.resources import Resource
+from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError, base_url, docs_routes
 from roadkit_osrm.native.body import POST_SERVICES, BodyError, parse_body
 from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
 from roadkit_osrm.native.openapi import native_openapi
@@ -31,7 +28,7 @@ from roadkit_osrm.native.settings import NativeSettings, read_settings
 from roadkit_osrm.native.url import UrlError, parse_post_url, parse_url, uri_decode
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
+    from roadkit.contract import ServiceView
 
 PREFIX = "/osrm/1.0.0"
 
@@ -47,7 +44,7 @@ def _answer(answer: NativeAnswer) -> Response:
 class NativeHandler:
     """Answers native requests for one service; resources' settings are read once, when first used."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: ServiceView) -> None:
         self.service = service
         # by resource id: the Resource object read and its settings (a republished resource is a new object)
         self._settings: dict[str, tuple[Resource, NativeSettings | ConfigurationError]] = {}
@@ -163,7 +160,7 @@ class NativeHandler:
         return listed
 
 
-def build_routes(service: Service) -> list[BaseRoute]:
+def build_routes(service: ServiceView) -> list[BaseRoute]:
     """The native API's routes for one service."""
     handler = NativeHandler(service)
 
@@ -197,7 +194,7 @@ def build_routes(service: Service) -> list[BaseRoute]:
     ]
 
 
-def openapi(service: Service, base: str) -> dict[str, Any]:
+def openapi(service: ServiceView, base: str) -> dict[str, Any]:
     """The native API's OpenAPI document (the same for every service)."""
     return native_openapi(base)
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from roadkit.model import Cost
+from roadkit.contract import Cost
 
 JSON_TYPE = "application/json; charset=UTF-8"
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from roadkit.errors import ConfigurationError
-from roadkit.model import Cost
-from roadkit.resources import Resource
-from roadkit.source import Source
+from roadkit.contract import ConfigurationError, Cost, Resource, Source
 from roadkit_osrm.native.contract import NativeLimits
 from roadkit_osrm.native.url import NAME_CHARS
 
