@@ -70,7 +70,9 @@ class OsrmHttpSource(Source):
     resource_type = "osrm"
     options_class = OsrmHttpOptions
     operations = frozenset({"route", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
+        "name-osrm": ConstraintKeyType(("=",))
+    }  # banned values are OSRM exclude classes
     #: services of the native OSRM API this source answers: all, forwarded (roadkit_osrm.native.contract)
     native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmHttpOptions

@@ -85,7 +85,9 @@ class ValhallaBase(Source):
     """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
 
     operations = frozenset({"route", "isochrone", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-valhalla": ConstraintKeyType(("=",))}  # banned values are costing options
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
+        "name-valhalla": ConstraintKeyType(("=",))
+    }  # banned values are costing options
     #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
     native_services = ("route", "nearest")
 
