@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.pgcluster import private_cluster
+from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_deviam import create_app
 from roadkit_deviam.testing import iam_test_config
 
@@ -69,46 +64,11 @@ def http() -> Iterator[httpx.Client]:
         yield client
 
 
-def _pg_bindir() -> Path:
-    try:
-        out = subprocess.run(["pg_config", "--bindir"], check=True, capture_output=True, text=True).stdout.strip()
-        if (Path(out) / "initdb").exists():
-            return Path(out)
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return Path("/usr/lib/postgresql/15/bin")
-
-
-def _as_postgres(args: list[str]) -> list[str]:
-    # initdb refuses to run as root: drop to the postgres user when we are root.
-    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
-    """A private PostgreSQL cluster (initdb in a temporary folder, a free port); yields a DSN."""
-    bindir = _pg_bindir()
-    tmp = Path(tempfile.mkdtemp(prefix="roadkit-pg-"))
-    data = tmp / "data"
-    if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres", "postgres")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                                 "-E", "UTF8", "--no-sync"]), check=True, capture_output=True)
-    subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "pg.log"), "-w", "-t", "60",
-                                 "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off", "start"]),
-                   check=True, capture_output=True)
-    try:
-        subprocess.run(_as_postgres([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-                                     "roadkit"]), check=True, capture_output=True)
-        yield f"postgresql://postgres@127.0.0.1:{port}/roadkit"
-    finally:
-        subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                       capture_output=True)
-        time.sleep(0.1)
-        shutil.rmtree(tmp, ignore_errors=True)
+    """A private PostgreSQL cluster (``roadkit.pgcluster``: initdb in a temporary folder, a free port); yields a DSN."""
+    with private_cluster() as cluster:
+        yield cluster.create_database("roadkit")
 
 
 class FakeClock:
@@ -139,14 +99,16 @@ class Stack:
 @contextlib.contextmanager
 def running_stack(client_overrides: dict[str, Any] | None = None, iam_overrides: dict[str, Any] | None = None) -> Iterator[Stack]:
     """IAM + backend + static app on free ports, wired to each other."""
-    from roadkit_client.testing import free_port, run_client
+    from roadkit_client.testing import run_client
 
-    backend_port, app_port = free_port(), free_port()
-    backend_url, app_url = f"http://127.0.0.1:{backend_port}", f"http://127.0.0.1:{app_port}"
+    # Bound now and served as they are: no window in which another test could take the ports.
+    backend_sock, app_sock = bound_socket(), bound_socket()
+    backend_url = f"http://127.0.0.1:{backend_sock.getsockname()[1]}"
+    app_url = f"http://127.0.0.1:{app_sock.getsockname()[1]}"
     running, server = start_iam(iam_overrides, app_url=app_url, portal_url=backend_url)
     clock = FakeClock()
     try:
-        with run_client(running.url, client_overrides, backend_port=backend_port, app_port=app_port, now=clock) as urls:
+        with run_client(running.url, client_overrides, now=clock, sockets=(backend_sock, app_sock)) as urls:
             assert urls == (backend_url, app_url)
             yield Stack(running, backend_url, app_url, clock)
     finally:

@@ -48,7 +48,10 @@ def test_a_resource_with_no_available_source_is_skipped(tmp_path: Path, plugins:
     assert "has no available source; skipped" in caplog.text
     health = service.health()
     assert health["state"] == "red"
-    assert health["sources"] == [{"id": "a", "type": "straightline", "state": "red", "reason": "the test engine refused to load"}]
+    (entry,) = health["sources"]
+    connection = entry.pop("connection")  # retried in the background (tests/core/test_reconnect.py)
+    assert entry == {"id": "a", "type": "straightline", "state": "red", "reason": "the test engine refused to load"}
+    assert connection["attempts"] == 1 and connection["lastError"] == "the test engine refused to load"
 
 
 def test_health_is_orange_when_less_than_half_the_sources_are_red(tmp_path: Path, plugins: Plugins) -> None:

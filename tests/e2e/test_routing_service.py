@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_client import testing as client_testing
 
 from .helpers import login_local
@@ -48,13 +49,28 @@ def test_a_signed_in_user_computes_a_route_with_the_simple_api_and_saves_it(page
     route = page.evaluate("() => window.__roadkit.route")
     assert route["geometry"]["type"] == "LineString" and len(route["geometry"]["coordinates"]) > 10
     assert route["distance"] > 500
-    assert "km" in page.text_content("#route-summary") and "Straight line" not in page.text_content("#route-summary")
+    # What the user reads, checked against the routing service asked directly in metres and seconds.
+    truth = httpx.get(f"{routing_stack.config.app.routing_url}/route", params={
+        "resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115",
+        "distanceUnit": "meter", "timeUnit": "second"}).json()
+    minutes = round(truth["duration"] / 60)
+    assert minutes >= 1, truth  # a car takes minutes across Monaco, never "0 min"
+    expected = f"{truth['distance'] / 1000:.2f} km · {minutes} min"
+    assert page.text_content("#route-summary") == expected
     page.fill("#save-title", "Monaco by car")
     page.click("#save")
     page.locator("#document-list li[data-id]").wait_for()
     docs = page.evaluate("() => window.__roadkit.service.api.listDocuments()")
     assert docs[0]["title"] == "Monaco by car"
     assert docs[0]["geojson"]["geometry"]["coordinates"] == route["geometry"]["coordinates"]
+    props = docs[0]["geojson"]["properties"]
+    assert (props["distanceUnit"], props["timeUnit"]) == ("meter", "second")
+    assert props["duration"] == pytest.approx(truth["duration"]) and props["distance"] == pytest.approx(truth["distance"])
+    # After a reload, the saved document shows the same figures.
+    page.reload()
+    page.wait_for_function("() => window.__roadkit && window.__roadkit.auth && window.__roadkit.auth.isAuthenticated")
+    page.click("#document-list li[data-id] .doc-show")
+    assert page.text_content("#route-summary") == expected
 
 
 def test_the_openapi_viewer_renders_offline_and_links_to_the_definition(page: Any, routing_service: str) -> None:

@@ -5,7 +5,8 @@ import { getService } from '../src/roadkit_client/static/modules/service.js';
 import { PENDING_PREFIX } from '../src/roadkit_client/static/modules/storage.js';
 import { codeChallengeS256 } from '../src/roadkit_client/static/modules/pkce.js';
 import { useAuth } from '../src/roadkit_client/static/modules/useAuth.js';
-import { APP, API, ISSUER, SETTINGS, USER, flush, makeWorld } from './fakes.mjs';
+import { SESSION_OVER_CODES } from '../src/roadkit_client/static/modules/errors.js';
+import { APP, API, ISSUER, SETTINGS, USER, flush, json, makeWorld } from './fakes.mjs';
 
 const TOKEN_URL = `POST ${ISSUER}/protocol/openid-connect/token`;
 
@@ -406,3 +407,45 @@ test('after an IAM key rotation the JWKS is fetched again', async () => {
   assert.equal(jwksCalls(), 2);
   assert.notEqual(stored(world).connexion.id_token, before, 'the new, verified id token is kept');
 });
+
+test('a reload arms the refresh timer (CLIENT.md: a timer, not only a lazy refresh)', async () => {
+  const world = await makeWorld();
+  (await login(world)).service.dispose();
+  assert.equal(world.clock.nextDelay(), null, 'the old page left no timer');
+  await world.clock.tick(100_000);
+  const before = stored(world).connexion.token;
+  const { auth } = start(world);
+  assert.equal(await auth.checkAuthentication(), 'restored');
+  assert.equal(world.clock.nextDelay(), 140_000, '240 s into the 300 s token, 100 s already gone');
+  await world.clock.tick(140_000);
+  assert.notEqual(stored(world).connexion.token.access_token, before.access_token, 'refreshed by the timer');
+  assert.equal(auth.isAuthenticated, true);
+});
+
+test('refresh_expires_in is kept; past it the session ends without asking the IAM', async () => {
+  const world = await makeWorld();
+  (await login(world)).service.dispose();
+  const connexion = stored(world).connexion;
+  assert.equal(connexion.refresh_expires_at, world.clock.now() + 1_800_000);
+  assert.deepEqual(Object.keys(connexion.token).sort(),
+    ['access_token', 'authenticator', 'expires_at', 'expires_in', 'refresh_token', 'scope', 'token_type'], 'record unchanged');
+  world.clock.t += 1_900_000;
+  const before = world.fetch.count(TOKEN_URL);
+  const { auth } = start(world, { options: { loginRequired: false } });
+  assert.equal(await auth.checkAuthentication(), 'no-auth');
+  assert.equal(world.fetch.count(TOKEN_URL), before, 'no refresh with a refresh token known to be expired');
+  assert.equal(stored(world).connexion.token, undefined);
+  assert.equal(stored(world).connexion.refresh_expires_at, undefined);
+});
+
+for (const code of SESSION_OVER_CODES) {
+  test(`a refresh answered "${code}" ends the session (one list of session-ending errors)`, async () => {
+    const world = await makeWorld();
+    const { auth } = await login(world);
+    world.fetch.routes[TOKEN_URL] = () => json({ error: code, error_description: 'over' }, 400);
+    await world.clock.tick(240_000);
+    assert.equal(auth.isAuthenticated, false);
+    assert.equal(stored(world).connexion.token, undefined);
+    assert.equal(world.clock.nextDelay(), null, 'no retry timer: the session is over');
+  });
+}

@@ -97,7 +97,24 @@ test('success=1 but the profile is refused: error, not authenticated', async () 
 
 test('"login" elsewhere in the URL is not the login route', async () => {
   const w = world(`${APP}/catalog/login-help?success=1`);
-  assert.equal(await w.auth.checkAuthentication(), 'logout');
+  assert.equal(await w.auth.checkAuthentication(), 'restored');
+  assert.equal(w.fetch.count(`GET ${PORTAL}/documents`), 1, 'not a login: the portal session was asked');
+});
+
+test('?success outside the login route is not a logout unless this tab started one', async () => {
+  const w = world(`${APP}/?success=1`);
+  assert.equal(await w.auth.checkAuthentication(), 'restored');
+  assert.equal(w.auth.isAuthenticated, true);
+  assert.equal(w.location.href, `${APP}/`, 'URL cleaned');
+  assert.equal(w.log.filter((e) => e.name === 'onLogout').length, 0);
+  // Now a real logout: the portal comes back to /?success=1 in the same tab.
+  assert.equal(await w.auth.logout(), 'redirect');
+  const back = world(`${APP}/?success=1`);
+  back.env.sessionStorage = w.env.sessionStorage;
+  back.service.env.sessionStorage = w.env.sessionStorage;
+  assert.equal(await back.auth.checkAuthentication(), 'logout');
+  assert.equal(back.auth.isAuthenticated, false);
+  assert.equal(w.env.sessionStorage.length, 0, 'the mark is used once');
 });
 
 test('on another page the portal session is checked with GET /me', async () => {

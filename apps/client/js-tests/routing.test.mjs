@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lineCoordinates, project } from '../src/roadkit_client/static/modules/draw.js';
-import { computeRoute, parsePoint, routeFeature, straightLine } from '../src/roadkit_client/static/modules/routing.js';
+import { computeRoute, parsePoint, routeFeature, routeSummary, straightLine } from '../src/roadkit_client/static/modules/routing.js';
 import { json, makeFetch } from './fakes.mjs';
 
 const ROUTING = 'http://routing.test/simple/1.0.0';
@@ -52,4 +52,24 @@ test('projection fits the box, keeps north up and the aspect ratio', () => {
   const ratio = (pts[1][0] - pts[0][0]) / (pts[1][1] - pts[2][1]);
   assert.ok(Math.abs(ratio - k) < 1e-9);
   assert.deepEqual(lineCoordinates({ type: 'Feature', geometry: { type: 'LineString', coordinates: [[1, 2]] } }), [[1, 2]]);
+});
+
+test('units are asked for explicitly, shown as the answer says, and saved with the numbers', async () => {
+  const fetchFn = makeFetch({
+    [`GET ${ROUTING}/route`]: () =>
+      json({ geometry: { type: 'LineString', coordinates: [[7.41, 43.73], [7.42, 43.74]] }, distance: 1690, duration: 245,
+             distanceUnit: 'meter', timeUnit: 'second' }),
+  });
+  const route = await computeRoute({ routingUrl: ROUTING, resource: 'monaco-osrm', start: [7.41, 43.73], end: [7.42, 43.74], fetch: fetchFn });
+  const q = new URL(fetchFn.calls[0].url).searchParams;
+  assert.equal(q.get('distanceUnit'), 'meter');
+  assert.equal(q.get('timeUnit'), 'second');
+  assert.equal(routeSummary(route), '1.69 km · 4 min');
+  const props = routeFeature(route, { start: [7.41, 43.73], end: [7.42, 43.74], resource: 'monaco-osrm' }).properties;
+  assert.deepEqual([props.distance, props.distanceUnit, props.duration, props.timeUnit], [1690, 'meter', 245, 'second']);
+  // Documents saved in other units are shown right; unknown units are not guessed.
+  assert.equal(routeSummary({ distance: 1.69, distanceUnit: 'kilometer', duration: 4.1, timeUnit: 'minute' }), '1.69 km · 4 min');
+  assert.equal(routeSummary({ distance: 850, distanceUnit: 'meter', duration: 1.5, timeUnit: 'hour' }), '850 m · 1 h 30 min');
+  assert.equal(routeSummary({ distance: 1690, duration: 4 }), '');
+  assert.equal(routeSummary(straightLine([0, 0], [1, 1])), 'Straight line (no routing)');
 });

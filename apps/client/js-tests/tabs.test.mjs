@@ -57,3 +57,24 @@ test('a logout in one tab makes the other tab refuse to use the old token', asyn
   await first.logout({ endIamSession: false });
   await assert.rejects(second.getAccessToken(), { code: 'session_ended' });
 });
+
+test('two tabs whose refresh timers fire together make one refresh call', async () => {
+  const { a, first, second } = await twoTabs();
+  const before = a.fetch.count(TOKEN_URL);
+  assert.equal(a.clock.timers.size, 2, 'each tab armed its timer');
+  await a.clock.tick(240_000);
+  assert.equal(a.fetch.count(TOKEN_URL), before + 1, 'the second tab adopts the token the first stored');
+  assert.equal(first.authenticated && second.authenticated, true);
+  const token = await first.getAccessToken();
+  assert.equal(await second.getAccessToken(), token);
+});
+
+test('two tabs whose timers fire in the same instant (both waiting on the lock) make one refresh call', async () => {
+  const { a, first, second } = await twoTabs();
+  const before = a.fetch.count(TOKEN_URL);
+  a.clock.timers.clear();
+  a.clock.t += 240_000; // both due, neither expired: what the two timers call
+  const [r1, r2] = await Promise.all([first.refresh(), second.refresh()]);
+  assert.equal(r1.access_token, r2.access_token);
+  assert.equal(a.fetch.count(TOKEN_URL), before + 1);
+});

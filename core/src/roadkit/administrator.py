@@ -8,7 +8,6 @@ projection, publication calls, describe): :class:`InProcessService` runs it in t
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import signal
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from roadkit.app import create_app
+from roadkit.auth.admin import Authenticator
 from roadkit.children import ChildProcessService
 from roadkit.config import ManagedService, ServerConfig, load_server, load_service
 from roadkit.config.files import read_document
@@ -89,8 +89,11 @@ class InProcessService:
         await self.restart()
 
     async def _restart(self) -> None:
+        serving = self.service is not None
         if not await self._bring_up():
-            raise RoadkitError(f"Service {self.id} could not restart: {self.error}", code="start_failed", status=503)
+            if serving:
+                raise RoadkitError(f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {self.error}", code="reload_failed", status=503)
+            raise RoadkitError(f"Service {self.id} could not start: {self.error}", code="start_failed", status=503)
 
     async def _bring_up(self) -> bool:
         """A new Service on the listeners, then the old one drained and disconnected; False on failure."""
@@ -157,27 +160,31 @@ class InProcessService:
             raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
         return self.service.projection(pid)
 
-    async def _call(self, op: str, item: str) -> None:
-        if self.service is None:
-            raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
-        method = getattr(self.service, op, None)
-        if method is None:
-            raise RoadkitError(f"this roadkit cannot {op.replace('_', ' ')} in a running service yet", code="not_implemented", status=501)
-        result = method(item)
-        if inspect.isawaitable(result):
-            await result
-
+    # Publication (issue 9b) waits for a start or restart in progress: a file published meanwhile is
+    # applied once the folders were read, never lost between the two. A stopped service reads it when it starts.
     async def publish_source(self, sid: str) -> None:
-        await self._call("publish_source", sid)
+        """Apply the (new or changed) file of source ``sid``."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.publish_source(sid)
 
     async def remove_source(self, sid: str) -> None:
-        await self._call("remove_source", sid)
+        """Take source ``sid`` out of the running service."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.remove_source(sid)
 
     async def publish_resource(self, rid: str) -> None:
-        await self._call("publish_resource", rid)
+        """Apply the (new or changed) file of resource ``rid``."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.publish_resource(rid)
 
     async def remove_resource(self, rid: str) -> None:
-        await self._call("remove_resource", rid)
+        """Stop serving resource ``rid``."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.remove_resource(rid)
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -216,8 +223,18 @@ class Administrator:
     def __init__(self, config: ServerConfig, plugins: Plugins | None = None, *, log_level: str | None = None) -> None:
         self.config = config
         self.plugins = plugins or Plugins.create()
-        self.handles: dict[str, ServiceHandle] = {managed.id: make_handle(managed, config, self.plugins, log_level=log_level) for managed in config.services}
+        self.log_level = log_level
+        self.handles: dict[str, ServiceHandle] = {}
+        for managed in config.services:
+            self.handles[managed.id] = self.new_handle(managed)
         self.server: Server | None = None
+        #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
+        self.writes = asyncio.Lock()
+        self.authenticator = Authenticator(config.administrator.auth)
+
+    def new_handle(self, managed: ManagedService) -> ServiceHandle:
+        """The handle that runs ``managed`` (the one place that picks where a service runs)."""
+        return make_handle(managed, self.config, self.plugins, log_level=self.log_level)
 
     def handle(self, sid: str) -> ServiceHandle:
         """The handle of a managed service (404 when unknown)."""
@@ -228,7 +245,7 @@ class Administrator:
 
     async def health(self) -> dict[str, Any]:
         """Global state: green only when every service is green; red when any is red or starting."""
-        services = list(await asyncio.gather(*(handle.health() for handle in self.handles.values())))
+        services = list(await asyncio.gather(*(handle.health() for handle in list(self.handles.values()))))
         states = {s["state"] for s in services}
         if states <= {"green"}:
             state = "green"
@@ -253,13 +270,15 @@ class Administrator:
 
     async def start_services(self) -> None:
         """Start every managed service side by side (each in its own processes or tasks)."""
-        await asyncio.gather(*(handle.start() for handle in self.handles.values()))
+        # The admin API may add or delete services meanwhile: only those still managed start here.
+        await asyncio.gather(*(handle.start() for handle in list(self.handles.values()) if self.handles.get(handle.id) is handle))
 
     async def stop(self) -> None:
         """Stop the services, then the admin listener."""
-        await asyncio.gather(*(handle.stop() for handle in self.handles.values()))
+        await asyncio.gather(*(handle.stop() for handle in list(self.handles.values())))
         if self.server is not None:
             await self.server.stop()
+        await self.authenticator.close()
 
 
 def _configure_logging(config: ServerConfig, level: str | None) -> None:

@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute
 from roadkit.errors import BadRequest, RoadkitError
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
+    from roadkit.view import ServiceView
 
 log = logging.getLogger("roadkit.api")
 
@@ -31,8 +31,8 @@ class Api:
 
     name: str
     version: str
-    routes: Callable[[Service], list[BaseRoute]]
-    openapi: Callable[[Service, str], dict[str, Any]] | None = None
+    routes: Callable[[ServiceView], list[BaseRoute]]
+    openapi: Callable[[ServiceView, str], dict[str, Any]] | None = None
 
     @property
     def prefix(self) -> str:
@@ -51,10 +51,9 @@ class JSONResponse(Response):
 def error_response(exc: Exception) -> JSONResponse:
     """The response for any exception: identified errors with their status, others as a bare 500."""
     if isinstance(exc, RoadkitError):
-        if exc.status >= 500:
-            log.warning("%s: %s", exc.code, exc.message)
-        else:
-            log.debug("%s: %s", exc.code, exc.message)
+        # Identified errors are expected outcomes (the specification: logged at debug, whatever their
+        # status); an engine that breaks says so once, when its source turns red (Source.fail).
+        log.debug("%s: %s", exc.code, exc.message)
         return JSONResponse(exc.body(), status_code=exc.status)
     log.error("unexpected error while handling a request", exc_info=exc)
     return JSONResponse({"error": {"errorType": "internal", "message": "Internal Server Error"}}, status_code=500)

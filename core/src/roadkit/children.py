@@ -474,9 +474,13 @@ class ChildProcessService:
 
     async def forward(self, op: str, item: str) -> None:
         """A publication call (issue 9b) made in every worker; the first error is raised."""
-        workers = [w for w in self.workers if w.alive]
-        if not workers:
-            raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
+        async with self._runs.lock:  # after a start or restart in progress: its workers read the files as they are now
+            workers = [w for w in self.workers if w.alive]
+            if not workers:
+                return  # a stopped service reads the file when it starts
+            await self._forward(workers, op, item)
+
+    async def _forward(self, workers: list[WorkerProcess], op: str, item: str) -> None:
         answers = await asyncio.gather(*(w.request(op, {"id": item}, timeout=self.managed.startup_timeout) for w in workers), return_exceptions=True)
         for answer in answers:
             if isinstance(answer, RoadkitError):

@@ -71,7 +71,8 @@ ROUTE = (
 ISOCHRONE = (
     RESOURCE,
     ParameterSpec("point", "point", "The departure (or arrival) point. " + _POINT_HELP, "7.41337,43.72956", required=True, min=1),
-    ParameterSpec("costType", "enumeration", "time (isochrone) or distance (isodistance).", "time", required=True, min=1, defaulted=True),
+    # Road2 marks costType required although the resource always supplies a default: it is optional here.
+    ParameterSpec("costType", "enumeration", "time (isochrone) or distance (isodistance); the resource's default when absent.", "time", defaulted=True),
     ParameterSpec(
         "costValue", "float",
         "The cost to reach, in timeUnit or distanceUnit, within the resource's min and max. Several values "

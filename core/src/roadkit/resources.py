@@ -9,13 +9,14 @@ from typing import Any
 import attrs
 
 from roadkit.config.models import ResourceConfig
+from roadkit.constraint_support import bans_capability, check_constraint_types, learn_bans
 from roadkit.errors import OperationNotPermitted, ParameterInvalid
 from roadkit.geometry import GEOMETRY_FORMATS
 from roadkit.operations import OPERATIONS
-from roadkit.parameters import Parameter, PointParameter, build_parameter
+from roadkit.parameters import ConstraintParameter, Parameter, PointParameter, build_parameter
 from roadkit.projections import ProjectionRegistry
 from roadkit.source import Source
-from roadkit.units import DISTANCE_UNITS, TIME_UNITS
+from roadkit.units import UnitRegistry
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,13 @@ class Resource:
         return self.sources[0]
 
 
-def _derived_values(name: str, op: str, sources: list[Source], projections: ProjectionRegistry) -> list[str] | None:
+#: The parameters naming a unit, with the cost type of their units.
+UNIT_PARAMETERS = {"timeUnit": "time", "distanceUnit": "distance"}
+
+
+def _derived_values(
+    name: str, op: str, sources: list[Source], projections: ProjectionRegistry, units: UnitRegistry
+) -> list[str] | None:
     costs = [cost for source in sources for cost in source.costs()]
     if name == "profile":
         wanted = [c.profile for c in costs if (c.optimization if op == "route" else c.cost_type)]
@@ -83,10 +90,8 @@ def _derived_values(name: str, op: str, sources: list[Source], projections: Proj
         return projections.ids()
     elif name == "geometryFormat":
         return list(GEOMETRY_FORMATS)
-    elif name == "timeUnit":
-        return list(TIME_UNITS)
-    elif name == "distanceUnit":
-        return list(DISTANCE_UNITS)
+    elif name in UNIT_PARAMETERS:
+        return units.names(UNIT_PARAMETERS[name])
     elif name == "direction":
         return ["departure", "arrival"]
     elif name == "waysAttributes":
@@ -99,9 +104,12 @@ def _derived_values(name: str, op: str, sources: list[Source], projections: Proj
 
 
 def build_resource(
-    config: ResourceConfig, available: Mapping[str, Source], projections: ProjectionRegistry
+    config: ResourceConfig, available: Mapping[str, Source], projections: ProjectionRegistry, units: UnitRegistry
 ) -> tuple[Resource | None, list[str]]:
     """A resource from its file and the available sources; problems name the file and key.
+
+    ``units`` is the service's unit registry: a ``timeUnit``/``distanceUnit`` value it does not know
+    is a problem here, not an error when a request asks for it.
 
     Unknown or unavailable source ids are left out with a warning; with no source left the
     resource is skipped (``None``) with a warning.
@@ -112,7 +120,7 @@ def build_resource(
         source = available.get(sid)
         if source is None:
             log.warning("%s: sources: source %r is unknown or unavailable; left out of resource %r", config.path, sid, config.id)
-        elif source.kind != config.type:
+        elif config.type not in (source.kind, type(source).resource_type):
             log.warning("%s: sources: source %r is of type %r, not %r; left out", config.path, sid, source.kind, config.type)
         else:
             sources.append(source)
@@ -120,6 +128,9 @@ def build_resource(
         log.warning("%s: resource %r has no available source; skipped", config.path, config.id)
         return None, []
     supported = frozenset.intersection(*(type(s).operations for s in sources))
+    # A key type is usable when every source of the resource declares it.
+    key_types = {name: kt for name, kt in type(sources[0]).constraint_key_types.items()
+                 if all(name in type(s).constraint_key_types for s in sources)}
     operations: dict[str, ResourceOperation] = {}
     for op, settings in config.operations.items():
         where = f"{config.path}: operations.{op}"
@@ -137,11 +148,20 @@ def build_resource(
         for spec in OPERATIONS[op]:
             if spec.name == "resource":
                 continue
-            derived = _derived_values(spec.name, op, sources, projections)
-            param = build_parameter(spec, settings.get(spec.name, {}), derived, f"{where}.{spec.name}", problems)
+            derived = _derived_values(spec.name, op, sources, projections, units)
+            param = build_parameter(spec, settings.get(spec.name, {}), derived, f"{where}.{spec.name}", problems, key_types)
             if isinstance(param, PointParameter) and param.projection not in projections:
                 problems.append(f"{where}.{spec.name}.projection: unknown projection {param.projection!r}")
             params[spec.name] = param
+        constraints = params.get("constraints")
+        if isinstance(constraints, ConstraintParameter) and constraints.keys:
+            check_constraint_types(constraints, sources, where, problems)
+            params["constraints"] = learn_bans(constraints, sources, where)
+        for name, cost_type in UNIT_PARAMETERS.items():
+            for value in getattr(params.get(name), "values", ()):
+                problem = units.problem(value, cost_type)
+                if problem is not None:
+                    problems.append(f"{where}.{name}.values: {problem}")
         crs = params.get("crs")
         for value in getattr(crs, "values", ()):
             if value not in projections:
@@ -157,6 +177,15 @@ def build_resource(
     return (None, problems) if problems else (resource, [])
 
 
+def _capability(parameter: Parameter, op: str) -> dict[str, Any]:
+    entry = parameter.capability()
+    if isinstance(parameter, ConstraintParameter):
+        combinations = bans_capability(parameter, op)
+        if combinations:  # only engines that ban some combinations only (OSRM) restrict them
+            entry["values"]["bannedCombinations"] = combinations
+    return entry
+
+
 def capabilities_of(resource: Resource) -> dict[str, Any]:
     """The resource's entry in the capabilities."""
     return {
@@ -166,7 +195,7 @@ def capabilities_of(resource: Resource) -> dict[str, Any]:
             {
                 "id": op.id,
                 "availableParameters": [{"id": "resource", "values": [resource.id]}]
-                + [p.capability() for p in op.parameters.values()],
+                + [_capability(p, op.id) for p in op.parameters.values()],
             }
             for op in resource.operations.values()
         ],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -19,6 +19,7 @@ from roadkit.config.convert import structure
 from roadkit.config.models import SourceConfig
 from roadkit.errors import EngineTimeout, UnsupportedOperation
 from roadkit.model import (
+    ConstraintKeyType,
     Cost,
     IsochroneRequest,
     IsochroneResponse,
@@ -59,8 +60,14 @@ class Source:
     """Base class of every source kind."""
 
     kind: ClassVar[str] = ""
+    #: The resource type whose resources may hold this kind's sources (None: the kind itself).
+    #: A remote kind such as ``osrm-http`` serves ``osrm`` resources beside in-process sources.
+    resource_type: ClassVar[str | None] = None
     options_class: ClassVar[type | None] = None
     operations: ClassVar[frozenset[str]] = frozenset()
+    #: The constraint key types (``keyType`` of resource files) this kind applies, with their operators.
+    #: A resource whose sources do not all declare a key's type refuses it in the configuration.
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {}
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         self.config = config
@@ -69,6 +76,8 @@ class Source:
         self.state = SourceState.INIT
         self.reason = ""
         self._executor: Executor | None = None
+        #: The engine setting of each declared cost, resolved once when the source connects (roadkit_resolve_cost).
+        self.cost_settings: dict[Cost, Any] = {}
 
     @property
     def id(self) -> str:
@@ -95,8 +104,37 @@ class Source:
         return ()
 
     def resolve_cost(self, cost: Cost) -> Any:
-        """The engine setting of one cost (default: the cost itself)."""
+        """The engine setting of one cost (default: the cost itself).
+
+        The service asks this through the ``roadkit_resolve_cost`` hook once per declared cost when
+        the source connects (a plugin may answer instead); the engine reads the answer with
+        :meth:`setting`, never this method, so that an override is what requests get.
+        """
         return cost
+
+    def keep_cost_settings(self, settings: Mapping[Cost, Any]) -> None:
+        """Keep the engine setting of every declared cost (called by the service before ``connect``)."""
+        self.cost_settings = dict(settings)
+
+    def setting(self, cost: Cost) -> Any:
+        """The engine setting of a request's cost, as resolved at connection.
+
+        A request's cost names a profile with an optimization (routes) or a cost type (isochrones):
+        it matches the declared cost with the same profile and that optimization (else cost type).
+        A source used without a service (no settings kept) resolves the cost itself.
+        """
+        if not self.cost_settings:
+            return self.resolve_cost(cost)
+        if cost in self.cost_settings:
+            return self.cost_settings[cost]
+        for declared, setting in self.cost_settings.items():
+            if declared.profile == cost.profile and cost.optimization is not None and declared.optimization == cost.optimization:
+                return setting
+        for declared, setting in self.cost_settings.items():
+            if declared.profile == cost.profile and cost.cost_type is not None and declared.cost_type == cost.cost_type:
+                return setting
+        # Not a declared cost: the source says why (e.g. a ParameterInvalid naming the profile).
+        return self.resolve_cost(cost)
 
     @classmethod
     def prepare(cls, config: SourceConfig, options: Any, *, force: bool, progress: Progress) -> bool:
@@ -107,6 +145,22 @@ class Source:
     def data_paths(cls, config: SourceConfig, options: Any) -> Sequence[Path]:
         """The files the source needs at connection (checked by ``roadkit check``)."""
         return ()
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        """Why this source never applies a ``constraint_type`` constraint on such a key (None: it does).
+
+        A resource key that allows a constraint type one of its sources never applies is refused in
+        the configuration, so that the capabilities only advertise what requests get.
+        """
+        return None
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        """The sets of banned ``field`` values (at most ``most`` together) the engine applies at once.
+
+        None (the default) when every combination works. Called on a connected source while its
+        resources are built: the capabilities advertise the result and other combinations are 400s.
+        """
+        return None
 
     async def connect(self) -> None:
         """Open the engine. Sets ``green`` on success; raises (and sets ``red``) on failure."""
@@ -120,7 +174,9 @@ class Source:
         self.state = SourceState.INIT
 
     def fail(self, reason: str) -> None:
-        """Mark the source red with a reason that health reports."""
+        """Mark the source red with a reason that health reports (logged once, when a green one turns red)."""
+        if self.state is SourceState.GREEN:  # a failed connection is logged by the service, with its retry
+            log.warning("source %s (%s) is red: %s", self.id, self.kind, reason)
         self.state = SourceState.RED
         self.reason = reason
 
@@ -134,10 +190,16 @@ class Source:
         """How many engine calls may run at once (override for engines that release the GIL)."""
         return 4
 
-    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking engine call off the event loop, bounded by the source's time-out."""
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, bounded: bool = True) -> T:
+        """Run a blocking engine call off the event loop, bounded by the source's time-out.
+
+        ``bounded=False`` for work that is no request, such as loading the engine's data at
+        connection: the time-out is a request's, and a large dataset may take far longer to load.
+        """
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor(), fn, *args)
+        if not bounded:
+            return await future
         try:
             return await asyncio.wait_for(future, self.timeout)
         except TimeoutError:

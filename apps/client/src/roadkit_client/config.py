@@ -68,6 +68,8 @@ class PortalSection:
     scope: str = "openid profile email"
     session_lifetime: int = 36000
     login_timeout: int = 600
+    #: Logins in progress kept at most (anonymous clients create them: the oldest go first).
+    max_pending_logins: int = 10000
     apps: dict[str, PortalApp] = attrs.Factory(dict)
 
     def secret(self) -> str:
@@ -113,6 +115,8 @@ class AppSection:
     routing_resource: str = "monaco-osrm"
     #: Name of this application in ``portal.apps`` (remote mode).
     portal_app: str = "roadkit"
+    #: Tests only: the pages expose ``window.__roadkit`` (the auth service, hence the tokens).
+    test_hooks: bool = False
 
 
 @attrs.frozen
@@ -141,6 +145,8 @@ def _check(config: ClientConfig) -> None:
             raise ConfigError(f"{key}: expected an http(s) URL, got {url!r}")
     if config.backend.max_body_bytes <= 0:
         raise ConfigError("backend.max_body_bytes: expected a positive number of bytes")
+    if config.portal.max_pending_logins <= 0:
+        raise ConfigError("portal.max_pending_logins: expected a positive number")
     if config.backend.remote_mode and config.portal.enabled:
         if not config.portal.secret():
             raise ConfigError("portal.client_secret: the portal needs the confidential client's secret")

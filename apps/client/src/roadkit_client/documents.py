@@ -3,18 +3,84 @@
 from __future__ import annotations
 
 import json
+import logging
+import math
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .errors import ApiError, BadRequest, NotFound
+from .storage.base import renderable
+
+log = logging.getLogger("roadkit_client")
 
 MAX_TITLE = 200
 DOCUMENT_TYPES = ("route", "isochrone")
 GEOMETRY_TYPES = ("Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon")
 GEOJSON_TYPES = ("Feature", "FeatureCollection", "GeometryCollection", *GEOMETRY_TYPES)
 NO_STORE = {"Cache-Control": "no-store"}
+#: Deepest nesting of arrays and objects accepted in a body (a MultiPolygon needs 5 levels inside a Feature).
+MAX_DEPTH = 64
+
+
+def _no_constant(name: str) -> Any:
+    # json accepts NaN/Infinity by default; neither is JSON (RFC 8259) nor storable in JSONB.
+    raise BadRequest(f"body: {name} is not a JSON number (expected finite numbers only)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # e.g. 1e400 overflows to infinity
+        raise BadRequest(f"body: the number {text[:40]} is out of range (expected a finite number)")
+    return value
+
+
+def _path(parent: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate such as "\ud800"
+        return False
+    return True
+
+
+def check_json_tree(value: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse what cannot be stored or rendered: nesting past ``max_depth``, lone surrogates.
+
+    Iterative on purpose: a recursive walk of a hostile body is what must not happen.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, str):
+            if not _is_text(item):
+                raise BadRequest(f"{where or 'body'}: expected Unicode text (a lone surrogate is not)")
+        elif isinstance(item, (dict, list)):
+            if depth >= max_depth:
+                raise BadRequest(f"body: nested deeper than {max_depth} levels")
+            entries = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in entries:
+                if isinstance(key, str) and not _is_text(key):
+                    raise BadRequest(f"{where or 'body'}: a key is not Unicode text (a lone surrogate is not)")
+                stack.append((child, _path(where, key), depth + 1))
+
+
+def parse_json(raw: bytes) -> Any:
+    """Strict JSON (RFC 8259): finite numbers, valid Unicode, bounded nesting; else :class:`BadRequest`."""
+    try:
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise BadRequest(f"body: nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("body: expected valid JSON") from None
+    check_json_tree(value)
+    return value
 
 
 def _check_geometry(value: Any, where: str) -> None:
@@ -93,10 +159,11 @@ async def read_json_body(request: Request, max_bytes: int) -> Any:
         if size > max_bytes:
             raise ApiError(413, "payload_too_large", f"body: larger than {max_bytes} bytes")
         chunks.append(chunk)
-    try:
-        return json.loads(b"".join(chunks))
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("body: expected valid JSON") from None
+    return parse_json(b"".join(chunks))
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 async def me(request: Request) -> Response:
@@ -109,7 +176,17 @@ async def list_documents(request: Request) -> Response:
     """``GET /documents``: the caller's documents, newest first."""
     principal = await request.app.state.auth.principal(request)
     documents = await request.app.state.storage.list_documents(principal.subject)
-    return JSONResponse([d.as_json() for d in documents], headers=NO_STORE)
+    items = []
+    for document in documents:
+        item = document.as_json()
+        if not renderable(item):
+            # One unreadable row must not hide the others (nor keep the user from deleting it).
+            log.warning("document %s cannot be rendered; listed without its geojson", document.id)
+            item = {**item, "title": _printable(document.title), "geojson": None}
+        elif item["geojson"] is None:
+            log.warning("document %s has unreadable stored geojson; listed without it", document.id)
+        items.append(item)
+    return JSONResponse(items, headers=NO_STORE)
 
 
 async def create_document(request: Request) -> Response:

@@ -71,7 +71,9 @@ async def login(request: Request) -> Response:
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
     pending = LoginRequest(id_hash=hash_cookie(handle), state=secrets.token_urlsafe(24), code_verifier=verifier,
                            nonce=secrets.token_urlsafe(24), app=name, created_at=request.app.state.now())
-    await request.app.state.storage.save_login_request(pending)
+    await request.app.state.storage.save_login_request(
+        pending, expired_before=pending.created_at - config.portal.login_timeout,
+        max_pending=config.portal.max_pending_logins)
     query = {
         "client_id": config.portal.client_id, "response_type": "code", "redirect_uri": callback_url(config),
         "scope": config.portal.scope, "state": pending.state, "nonce": pending.nonce,

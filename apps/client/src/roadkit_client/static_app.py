@@ -12,7 +12,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -20,6 +20,8 @@ from .config import ClientConfig
 from .middleware import SecurityHeaders, origin_of
 
 _INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.DOTALL | re.IGNORECASE)
+#: Tells app.js to expose ``window.__roadkit`` (only under ``app.test_hooks = true``).
+TEST_HOOKS_META = '<meta name="roadkit-test-hooks" content="1" />'
 
 
 def static_dir() -> Path:
@@ -70,6 +72,9 @@ def content_security_policy(config: ClientConfig, folder: Path) -> str:
     ])
 
 
+HOOKED_PAGES = ("index.html", "login.html")
+
+
 def create_static_app(config: ClientConfig, *, directory: Path | None = None) -> Starlette:
     """Serve the browser app: ``/`` (index.html), ``/login`` (login.html), static files, ``/settings.json``."""
     folder = directory or static_dir()
@@ -79,6 +84,9 @@ def create_static_app(config: ClientConfig, *, directory: Path | None = None) ->
             file = folder / name
             if not file.is_file():
                 return JSONResponse({"error": {"errorType": "not_found", "message": f"{name} is missing"}}, 404)
+            if config.app.test_hooks and name in HOOKED_PAGES:
+                text = file.read_text(encoding="utf-8").replace("</head>", f"  {TEST_HOOKS_META}\n  </head>", 1)
+                return HTMLResponse(text, headers={"Cache-Control": "no-store"})
             return FileResponse(file, headers={"Cache-Control": "no-cache"})
 
         return handler

@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from roadkit.config.files import deep_merge
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 
 from .backend import create_backend_app
 from .config import ClientConfig, config_from_mapping
@@ -66,7 +66,7 @@ def client_test_config(iam_url: str, backend_url: str, app_url: str, database: s
         "backend": {"host": host_b, "port": int(port_b), "public_url": backend_url, "cors_origins": [app_url],
                     "database": database},
         "portal": {"apps": {"roadkit": {"login": f"{app_url}/login", "logout": f"{app_url}/"}}},
-        "app": {"host": host_a, "port": int(port_a), "public_url": app_url},
+        "app": {"host": host_a, "port": int(port_a), "public_url": app_url, "test_hooks": True},
     })
     if config_overrides:
         data = deep_merge(data, config_overrides)
@@ -97,13 +97,16 @@ def run_client(
     app_port: int = 0,
     host: str = "127.0.0.1",
     now: Callable[[], float] | None = None,
+    sockets: tuple[socket.socket, socket.socket] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """Run the backend and the static app; yields ``(backend_url, app_url)``.
 
     The database is a fresh SQLite file in a temporary folder unless ``config_overrides``
     sets ``backend.database`` or ``backend.postgres_dsn``. ``now`` replaces the backend's clock.
+    ``sockets``: (backend, app) sockets already bound (``roadkit.serving_helpers.bound_socket``), so that
+    nothing can take the ports between choosing them and serving (ports are then ignored).
     """
-    backend_sock, app_sock = bound_socket(host, backend_port), bound_socket(host, app_port)
+    backend_sock, app_sock = sockets or (bound_socket(host, backend_port), bound_socket(host, app_port))
     with _serve_client(iam_url, backend_sock, app_sock, config_overrides, now) as config:
         yield config.backend.public_url, config.app.public_url
 

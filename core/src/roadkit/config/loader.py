@@ -17,6 +17,7 @@ import attrs
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (
+    AdminAuth,
     AdministratorConfig,
     ApiRef,
     ApplicationInfo,
@@ -28,6 +29,14 @@ from roadkit.config.models import (
     ServerConfig,
     ServiceConfig,
     SourceConfig,
+)
+from roadkit.config.road2 import (
+    application_info,
+    from_road2_server,
+    from_road2_service,
+    is_road2_server,
+    is_road2_service,
+    road2_server_key,
 )
 from roadkit.errors import ConfigurationError
 
@@ -59,7 +68,20 @@ def _check_listener(path: Path, key: str, listener: Listener, problems: list[str
 def load_server(path: Path | str) -> ServerConfig:
     """The server file (administrator listener, logging, CORS file, managed services)."""
     path = Path(path).resolve()
-    data = read_document(path)
+    return parse_server(read_document(path), path)
+
+
+def parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
+    """A server document that belongs at ``path`` (the admin API checks a changed one before writing it)."""
+    if not is_road2_server(data):
+        return _parse_server(data, path)
+    try:
+        return _parse_server(from_road2_server(data, path), path)
+    except ConfigurationError as exc:  # problems found after the translation name Road2's keys
+        raise ConfigurationError([road2_server_key(problem, path) for problem in exc.problems]) from None
+
+
+def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     problems: list[str] = []
     data = dict(data)
     admin_data = data.pop("administrator", {})
@@ -102,13 +124,44 @@ def load_server(path: Path | str) -> ServerConfig:
     logging_config = admin.logging
     if logging_config.file is not None:
         logging_config = attrs.evolve(logging_config, file=resolve(path, logging_config.file))
+    auth = _check_auth(path, admin.auth, listener, problems)
     if problems:
         raise ConfigurationError(problems)
     return ServerConfig(
         path=path,
-        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config),
+        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth),
         services=tuple(services),
     )
+
+
+LOOPBACK_HOSTS = ("localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    return host in LOOPBACK_HOSTS or host.startswith("127.") or host.startswith("::ffff:127.")
+
+
+def _check_auth(path: Path, auth: AdminAuth | None, listener: Listener, problems: list[str]) -> AdminAuth | None:
+    if auth is None or (auth.jwt is None and auth.tokens_file is None):
+        if not is_loopback(listener.host):
+            problems.append(
+                f"{path}: administrator.listener.host: the admin API would listen on {listener.host!r}, which other machines can reach, "
+                "with no authentication: anyone reaching it could change or stop the services. Configure [administrator.auth] "
+                "(jwt and/or tokens_file) or listen on 127.0.0.1"
+            )
+        return auth
+    if auth.jwt is not None:
+        if not auth.jwt.issuer.startswith(("http://", "https://")):
+            problems.append(f"{path}: administrator.auth.jwt.issuer: expected the IAM realm's URL (http(s)://.../realms/NAME), got {auth.jwt.issuer!r}")
+        if not auth.jwt.role:
+            problems.append(f"{path}: administrator.auth.jwt.role: expected the role an admin token must carry, got an empty string")
+    if auth.tokens_file is not None:
+        tokens_file = resolve(path, auth.tokens_file)
+        if not tokens_file.is_file():
+            problems.append(f"{path}: administrator.auth.tokens_file: expected a file of token hashes (create one with 'roadkit admin-token'), got {str(auth.tokens_file)!r} (not found)")
+        auth = attrs.evolve(auth, tokens_file=tokens_file)
+    return auth
 
 
 def load_cors(path: Path | None) -> dict[str, Any] | None:
@@ -134,7 +187,21 @@ def load_cors(path: Path | None) -> dict[str, Any] | None:
         "exposedHeaders": "expose_headers", "expose_headers": "expose_headers",
     }
     for key, value in data.items():
-        if key in mapping:
+        if key in {"origin", "origins"} and isinstance(value, bool):
+            # npm cors: true reflects the request's origin (any origin), false turns CORS off.
+            if not value:
+                return None
+            options["allow_origin_regex"] = ".*"
+        elif key in {"origin", "origins"} and isinstance(value, str) and len(value) > 2 and value.startswith("/") and value.rstrip("gimsuy").endswith("/"):
+            # A regular expression literal (/pattern/flags), as npm cors takes a RegExp.
+            pattern, flags = value[1:].rsplit("/", 1)
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"{path}: {key}: expected a regular expression, got {value!r} ({exc})")
+            # A RegExp matches anywhere in the origin (JavaScript's test); Starlette matches it whole.
+            options["allow_origin_regex"] = f".*(?{'i' if 'i' in flags else ''}:{pattern}).*"
+        elif key in mapping:
             options[mapping[key]] = strings(key, value)
         elif key in {"credentials", "allow_credentials"}:
             if not isinstance(value, bool):
@@ -158,9 +225,25 @@ def load_cors(path: Path | None) -> dict[str, Any] | None:
 def load_service(path: Path | str, *, cors: Path | None = None) -> ServiceConfig:
     """A service file, with folders resolved relative to it and the CORS options read."""
     path = Path(path).resolve()
-    data = dict(read_document(path))
+    return parse_service(read_document(path), path, cors=cors)
+
+
+def parse_service(data: dict[str, Any], path: Path, *, cors: Path | None = None, missing_folders: list[Path] | None = None) -> ServiceConfig:
+    """A service document that belongs at ``path``; every problem at once.
+
+    With ``missing_folders`` (the admin API creating a service), sources and resources folders
+    that do not exist yet are listed there instead of being problems: the caller creates them.
+    """
     problems: list[str] = []
-    config = structure(data, _ServiceFile, path)
+    if is_road2_service(data):
+        data, own_cors = from_road2_service(data, path)
+        cors = own_cors or cors  # the service's own CORS file, as in Road2, else the administrator's
+    elif isinstance(data.get("application"), dict):
+        info_problems: list[str] = []
+        data = {**data, "application": {**data["application"], **application_info(data["application"], path, info_problems)}}
+        if info_problems:
+            raise ConfigurationError(info_problems)
+    config = structure(dict(data), _ServiceFile, path)
     listeners = tuple(_resolve_listener(path, listener) for listener in config.listeners)
     ids: set[str] = set()
     for i, listener in enumerate(listeners):
@@ -176,9 +259,18 @@ def load_service(path: Path | str, *, cors: Path | None = None) -> ServiceConfig
     for key, group in (("sources", folders.sources), ("resources", folders.resources)):
         for i, folder in enumerate(group):
             if not folder.is_dir():
+                if missing_folders is not None and not folder.exists():
+                    missing_folders.append(folder)
+                    continue
                 problems.append(f"{path}: folders.{key}[{i}]: expected a folder, got {str(folder)!r} (not found)")
     if folders.projections is not None and not folders.projections.is_dir():
         problems.append(f"{path}: folders.projections: expected a folder, got {str(folders.projections)!r} (not found)")
+    limits = config.limits
+    if not 0 < limits.connect_retry_initial <= limits.connect_retry_max:
+        problems.append(
+            f"{path}: limits.connect_retry_initial: expected a positive number of seconds, at most "
+            f"connect_retry_max ({limits.connect_retry_max:g}), got {limits.connect_retry_initial:g}"
+        )
     cors_options = None
     try:
         cors_options = load_cors(cors)
@@ -238,7 +330,11 @@ _SOURCE_COMMON = {"id": str, "type": str, "description": str, "projection": str}
 
 def read_source(path: Path) -> SourceConfig:
     """One ``*.source`` file (TOML, or Road2 JSON, optionally wrapped in ``{"source": ...}``)."""
-    data = read_document(path)
+    return parse_source(read_document(path), path)
+
+
+def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
+    """A ``*.source`` document already read (or received by the admin API) that belongs at ``path``."""
     if set(data) == {"source"} and isinstance(data["source"], dict):
         data = data["source"]
     data = dict(data)
@@ -266,6 +362,8 @@ def read_source(path: Path) -> SourceConfig:
             common["timeout"] = float(value)
     if problems:
         raise ConfigurationError(problems)
+    if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources
+        common["type"] = "pgrouting"
     return SourceConfig(path=path, options=data, **common)
 
 
@@ -283,6 +381,11 @@ def _read_all[C: (SourceConfig, ResourceConfig)](
             problems.extend(exc.problems)
             continue
         if config.id in seen:
+            first = next(c for c in configs if c.id == config.id)
+            if what == "source" and attrs.evolve(config, path=first.path) == first:
+                # Road2 accepts a source defined twice identically; the first file is used.
+                log.info("%s: source %r is defined identically in %s; the first definition is used", path, config.id, first.path)
+                continue
             problems.append(f"{path}: id: {what} id {config.id!r} is already defined in {seen[config.id]}")
             continue
         seen[config.id] = path
@@ -326,7 +429,11 @@ def _from_road2_resource(data: dict[str, Any]) -> dict[str, Any]:
 
 def read_resource(path: Path) -> ResourceConfig:
     """One ``*.resource`` file (TOML, or Road2's JSON ``{"resource": {...}}``)."""
-    data = read_document(path)
+    return parse_resource(read_document(path), path)
+
+
+def parse_resource(data: dict[str, Any], path: Path) -> ResourceConfig:
+    """A ``*.resource`` document already read (or received by the admin API) that belongs at ``path``."""
     if "resource" in data and isinstance(data["resource"], dict):
         data = _from_road2_resource(data)
     problems: list[str] = []
@@ -338,7 +445,11 @@ def read_resource(path: Path) -> ResourceConfig:
         for pid, settings in params.items():
             if not isinstance(settings, dict):
                 problems.append(f"{path}: operations.{op_id}.{pid}: expected a table of settings, got {settings!r}")
-    rest = {k: v for k, v in data.items() if k != "operations"}
+    apis = data.get("apis", {})
+    if not isinstance(apis, dict) or not all(isinstance(v, dict) for v in apis.values()):
+        problems.append(f"{path}: apis: expected a table of APIs, each a table of settings")
+        apis = {}
+    rest = {k: v for k, v in data.items() if k not in ("operations", "apis")}
     try:
         config = structure(rest | {"operations": {}}, _ResourceFile, path)
     except ConfigurationError as exc:
@@ -356,6 +467,7 @@ def read_resource(path: Path) -> ResourceConfig:
         operations={k: dict(v) for k, v in operations.items()},
         description=config.description,
         version=config.version,
+        apis={k: dict(v) for k, v in apis.items()},
     )
 
 

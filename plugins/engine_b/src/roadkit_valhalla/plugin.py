@@ -1,18 +1,18 @@
-"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group)."""
+"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group): kinds ``valhalla`` and ``valhalla-http``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from roadkit import hookimpl
-from roadkit.source import Source
+from roadkit.contract import Source, hookimpl
+from roadkit_valhalla.remote import ValhallaHttpSource
 from roadkit_valhalla.source import ValhallaSource
 
 
 @hookimpl
 def roadkit_source_kinds() -> Sequence[type[Source]]:
-    return [ValhallaSource]
+    return [ValhallaSource, ValhallaHttpSource]
 
 
 @hookimpl

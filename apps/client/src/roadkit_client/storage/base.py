@@ -21,16 +21,37 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+def renderable(value: Any) -> bool:
+    """True when ``value`` renders as strict JSON text in UTF-8 (no NaN/Infinity, no lone surrogate)."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return False
+    return True
+
+
+def decode_geojson(text: str) -> dict[str, Any] | None:
+    """A stored GeoJSON text as an object, or None when it cannot be read or rendered.
+
+    Rows written before input was checked (``NaN``, ``1e400`` in JSONB...) must not break a list.
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and renderable(value) else None
+
+
 @attrs.frozen
 class Document:
-    """A saved route or isochrone of one user."""
+    """A saved route or isochrone of one user; ``geojson`` is None when the stored text is unreadable."""
 
     id: str
     owner: str
     title: str
     type: str
     date: str
-    geojson: dict[str, Any]
+    geojson: dict[str, Any] | None
 
     def as_json(self) -> dict[str, Any]:
         """The API representation (the owner is implicit: it is the caller)."""
@@ -38,8 +59,8 @@ class Document:
 
     @staticmethod
     def geojson_text(geojson: dict[str, Any]) -> str:
-        """Compact JSON text for storage."""
-        return json.dumps(geojson, separators=(",", ":"))
+        """Compact, strict JSON text for storage (NaN and Infinity raise ValueError)."""
+        return json.dumps(geojson, separators=(",", ":"), allow_nan=False)
 
 
 @attrs.define
@@ -96,8 +117,12 @@ class Storage(Protocol):
     async def delete_session(self, id_hash: str) -> None:
         """Forget a portal session."""
 
-    async def save_login_request(self, request: LoginRequest) -> None:
-        """Remember a portal login in progress."""
+    async def save_login_request(self, request: LoginRequest, *, expired_before: float, max_pending: int) -> None:
+        """Remember a portal login in progress; first forget those created before ``expired_before``,
+        and keep at most ``max_pending`` (the oldest are dropped)."""
+
+    async def count_login_requests(self) -> int:
+        """How many logins are in progress (tests, monitoring)."""
 
     async def take_login_request(self, id_hash: str) -> LoginRequest | None:
         """Return and delete a login in progress (single use)."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import asyncpg
 
-from .base import Document, LoginRequest, SessionRecord, new_id, utc_now_iso
+from .base import Document, LoginRequest, SessionRecord, decode_geojson, new_id, utc_now_iso
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -78,7 +77,7 @@ class PostgresStorage:
             "WHERE owner = $1 ORDER BY seq DESC", owner,
         )
         return [Document(id=r["id"], owner=r["owner"], title=r["title"], type=r["type"], date=r["date"],
-                         geojson=json.loads(r["geojson"])) for r in rows]
+                         geojson=decode_geojson(r["geojson"])) for r in rows]
 
     async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
         """Insert a document."""
@@ -115,13 +114,24 @@ class PostgresStorage:
         """Forget a session."""
         await self.pool.execute("DELETE FROM sessions WHERE id_hash = $1", id_hash)
 
-    async def save_login_request(self, request: LoginRequest) -> None:
-        """Remember a login in progress."""
-        await self.pool.execute(
-            "INSERT INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
-            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id_hash) DO NOTHING",
-            request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at,
-        )
+    async def save_login_request(self, request: LoginRequest, *, expired_before: float, max_pending: int) -> None:
+        """Purge expired logins, remember this one, drop the oldest past ``max_pending`` (one transaction)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("DELETE FROM login_requests WHERE created_at < $1", expired_before)
+            await conn.execute(
+                "INSERT INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
+                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id_hash) DO NOTHING",
+                request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at,
+            )
+            await conn.execute(
+                "DELETE FROM login_requests WHERE id_hash IN (SELECT id_hash FROM login_requests "
+                "ORDER BY created_at DESC, id_hash DESC OFFSET $1)", max_pending,
+            )
+
+    async def count_login_requests(self) -> int:
+        """How many logins are in progress."""
+        count: int = await self.pool.fetchval("SELECT count(*) FROM login_requests")
+        return count
 
     async def take_login_request(self, id_hash: str) -> LoginRequest | None:
         """Return and delete a login in progress (one statement, so two callers cannot both get it)."""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import Document, LoginRequest, SessionRecord, new_id, utc_now_iso
+from .base import Document, LoginRequest, SessionRecord, decode_geojson, new_id, utc_now_iso
 
 T = TypeVar("T")
 
@@ -86,7 +85,7 @@ class SqliteStorage:
         rows = await self._run(lambda db: db.execute(
             "SELECT id, owner, title, type, date, geojson FROM documents WHERE owner = ? ORDER BY seq DESC", (owner,)
         ).fetchall())
-        return [Document(id=r[0], owner=r[1], title=r[2], type=r[3], date=r[4], geojson=json.loads(r[5])) for r in rows]
+        return [Document(id=r[0], owner=r[1], title=r[2], type=r[3], date=r[4], geojson=decode_geojson(r[5])) for r in rows]
 
     async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
         """Insert a document."""
@@ -123,13 +122,26 @@ class SqliteStorage:
         """Forget a session."""
         await self._run(lambda db: db.execute("DELETE FROM sessions WHERE id_hash = ?", (id_hash,)))
 
-    async def save_login_request(self, request: LoginRequest) -> None:
-        """Remember a login in progress."""
-        await self._run(lambda db: db.execute(
-            "INSERT OR REPLACE INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at),
-        ))
+    async def save_login_request(self, request: LoginRequest, *, expired_before: float, max_pending: int) -> None:
+        """Purge expired logins, remember this one, drop the oldest past ``max_pending`` (one transaction)."""
+        def save(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM login_requests WHERE created_at < ?", (expired_before,))
+            db.execute(
+                "INSERT OR REPLACE INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at),
+            )
+            db.execute(
+                "DELETE FROM login_requests WHERE id_hash IN (SELECT id_hash FROM login_requests "
+                "ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (max_pending,),
+            )
+
+        await self._run(save)
+
+    async def count_login_requests(self) -> int:
+        """How many logins are in progress."""
+        count: int = await self._run(lambda db: db.execute("SELECT count(*) FROM login_requests").fetchone()[0])
+        return count
 
     async def take_login_request(self, id_hash: str) -> LoginRequest | None:
         """Return and delete a login in progress."""

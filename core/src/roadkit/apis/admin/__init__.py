@@ -12,7 +12,10 @@ from starlette.routing import Mount, Route
 
 from roadkit import __version__
 from roadkit.api import JSONResponse, base_url, error_response, http_exception_handler, server_error_handler
+from roadkit.apis.admin.publication import publication_routes
+from roadkit.apis.admin.services import management_routes
 from roadkit.app import SecurityHeaders
+from roadkit.auth.admin import AdminAuthMiddleware
 from roadkit.config.files import read_document
 from roadkit.docs import docs_routes
 from roadkit.errors import NotFound, ParameterInvalid
@@ -98,6 +101,8 @@ def create_admin_app(admin: Administrator) -> Starlette:
         Route("/services/{service}", guarded(service), methods=["GET"]),
         Route("/services/{service}/restart", guarded(restart), methods=["GET"]),
         Route("/services/{service}/projections/{projection:path}", guarded(projection), methods=["GET"]),
+        *publication_routes(admin, guarded, service_id),
+        *management_routes(admin, guarded, service_id),
         *docs_routes("roadkit admin API 1.0.0", openapi, PREFIX),
         Route("/{path:path}", not_found),
     ]
@@ -109,5 +114,6 @@ def create_admin_app(admin: Administrator) -> Starlette:
         routes=[Route("/", root), Mount(PREFIX, routes=routes)],
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
+    app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi",))
     app.add_middleware(SecurityHeaders)
     return app

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from roadkit import __version__
+from roadkit.apis.admin.openapi_writes import SECURITY_SCHEMES, write_paths, write_schemas
 from roadkit.lifecycle import HealthState, Lifecycle
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -28,7 +29,7 @@ _PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {
 def admin_openapi(base: str) -> dict[str, Any]:
     """The admin API's OpenAPI document."""
     service_ref = {"$ref": "#/components/schemas/Service"}
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "roadkit admin API", "version": "1.0.0", "x-roadkit-version": __version__},
         "servers": [{"url": base}],
@@ -136,3 +137,8 @@ def admin_openapi(base: str) -> dict[str, Any]:
             }
         },
     }
+    for path, operations in write_paths().items():
+        document["paths"].setdefault(path, {}).update(operations)
+    document["components"]["schemas"].update(write_schemas())
+    document["components"]["securitySchemes"] = SECURITY_SCHEMES
+    return document

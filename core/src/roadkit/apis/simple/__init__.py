@@ -19,6 +19,7 @@ from roadkit.errors import NotFound, OperationNotPermitted, RoadkitError
 
 if TYPE_CHECKING:
     from roadkit.service import Service
+    from roadkit.view import ServiceView
 
 PREFIX = "/simple/1.0.0"
 Handler = Callable[["Service", dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -52,10 +53,15 @@ def build_routes(service: Service) -> list[BaseRoute]:
             }
         )
 
+    built_for: tuple[Any, ...] = ()
+
     async def getcapabilities(request: Request) -> Response:
-        nonlocal capabilities
-        if capabilities is None:  # after start-up, once: resources are known
-            capabilities = build_capabilities(service, names)
+        nonlocal capabilities, built_for
+        # Built again only when the resources changed (a source reconnecting, a publication): a
+        # rebuilt resource is a new object.
+        current = tuple(service.resources.values())
+        if capabilities is None or len(current) != len(built_for) or any(a is not b for a, b in zip(current, built_for, strict=True)):
+            capabilities, built_for = build_capabilities(service, names), current
         return JSONResponse(with_base_url(capabilities, base_url(request) + PREFIX))
 
     def endpoint(op: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -92,4 +98,18 @@ def simple_openapi(service: Service, base: str) -> dict[str, Any]:
     return openapi_document(service, base, operation_names())
 
 
-SIMPLE_API = Api("simple", "1.0.0", routes=build_routes, openapi=simple_openapi)
+def _service(view: ServiceView) -> Service:
+    """The Service behind a plugin-facing view: core's own API is always given the Service itself."""
+    from roadkit.service import Service
+
+    if not isinstance(view, Service):
+        raise TypeError(f"the simple API serves a roadkit Service, not {type(view).__name__}")
+    return view
+
+
+SIMPLE_API = Api(
+    "simple",
+    "1.0.0",
+    routes=lambda view: build_routes(_service(view)),
+    openapi=lambda view, base: simple_openapi(_service(view), base),
+)

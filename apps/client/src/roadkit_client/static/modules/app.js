@@ -3,12 +3,14 @@
  * documents (save, list, delete). Shared by `index.html` (mode from
  * /settings.json, local by default) and `login.html` (remote-mode landing).
  *
- * For tests, `window.__roadkit = {auth, service, settings, events, status, ready}`:
+ * For tests only, `window.__roadkit = {auth, service, settings, events, status, ready}`:
  * `events` records every service event and callback with the value of
- * `isAuthenticated` at that moment.
+ * `isAuthenticated` at that moment. It exists only when the page carries
+ * `<meta name="roadkit-test-hooks" content="1">`, which the server injects under a test
+ * configuration (`app.test_hooks = true`); the shipped page never exposes the service.
  */
 import { drawLine } from './draw.js';
-import { computeRoute, parsePoint, routeFeature, straightLine } from './routing.js';
+import { computeRoute, parsePoint, routeFeature, routeSummary, straightLine } from './routing.js';
 import { getService, loadSettings } from './service.js';
 import { displayName, useAuth } from './useAuth.js';
 
@@ -111,7 +113,7 @@ function showError(id, error) {
 /** Start the app on this page. `page` is 'index' or 'login'. */
 export async function startApp({ page = 'index' } = {}) {
   const roadkit = { auth: null, service: null, settings: null, events: [], status: null, ready: false, route: null };
-  window.__roadkit = roadkit;
+  if (document.querySelector('meta[name="roadkit-test-hooks"]')?.content === '1') window.__roadkit = roadkit;
   const record = (name, extra = {}) =>
     roadkit.events.push({ name, isAuthenticated: roadkit.auth ? roadkit.auth.isAuthenticated : false, at: Date.now(), ...extra });
 
@@ -181,7 +183,9 @@ export async function startApp({ page = 'index' } = {}) {
           ' ',
           el('time', { datetime: doc.date ?? '' }, doc.date ? new Date(doc.date).toLocaleString() : ''),
           ' ',
-          el('button', { type: 'button', class: 'doc-show', onclick: () => showRoute({ geometry: doc.geojson?.geometry ?? doc.geojson }) }, 'Show'),
+          doc.geojson
+            ? el('button', { type: 'button', class: 'doc-show', onclick: () => showDocument(doc) }, 'Show')
+            : el('span', { class: 'doc-unreadable' }, '(unreadable)'),
           el('button', { type: 'button', class: 'doc-delete', onclick: () => deleteDocument(doc.id) }, 'Delete'),
         ),
       ),
@@ -189,14 +193,22 @@ export async function startApp({ page = 'index' } = {}) {
     if (!docs.length) list.append(el('li', { class: 'empty' }, 'No documents yet.'));
   }
 
+  function showDocument(doc) {
+    const props = doc.geojson?.properties ?? {};
+    showRoute({
+      geometry: doc.geojson?.geometry ?? doc.geojson,
+      distance: props.distance ?? undefined,
+      distanceUnit: props.distanceUnit ?? undefined,
+      duration: props.duration ?? undefined,
+      timeUnit: props.timeUnit ?? undefined,
+      straight: !!props.straight,
+    });
+  }
+
   function showRoute(route) {
     roadkit.route = route;
     drawLine($('route-drawing'), route.geometry);
-    const parts = [];
-    if (route.straight) parts.push('Straight line (no routing)');
-    if (Number.isFinite(route.distance)) parts.push(`${(route.distance / 1000).toFixed(2)} km`);
-    if (Number.isFinite(route.duration)) parts.push(`${Math.round(route.duration / 60)} min`);
-    $('route-summary').textContent = parts.join(' · ');
+    $('route-summary').textContent = routeSummary(route);
     $('save').disabled = !route.geometry;
   }
 

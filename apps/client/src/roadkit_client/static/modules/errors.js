@@ -19,14 +19,27 @@ export class AuthError extends Error {
   }
 }
 
-/** Codes meaning "the IAM session is over": the client must drop its tokens. */
+/**
+ * Codes meaning "the IAM session is over": the client must drop its tokens. The one list:
+ * the local service ends the session when a refresh (or a silent check) answers one of them.
+ * `invalid_client` / `unauthorized_client`: the IAM no longer accepts this client, so no
+ * refresh can ever succeed.
+ */
 export const SESSION_OVER_CODES = new Set([
   'invalid_grant',
   'login_required',
   'interaction_required',
   'consent_required',
   'session_ended',
+  'invalid_client',
+  'unauthorized_client',
 ]);
+
+/** True when `error` (an AuthError or a code) says the IAM session is over. */
+export function isSessionOver(error) {
+  const code = typeof error === 'string' ? error : error?.code;
+  return SESSION_OVER_CODES.has(code);
+}
 
 /**
  * Build an AuthError from a non-2xx token-endpoint style response

@@ -13,7 +13,7 @@
 import { BackendApi } from './api.js';
 import { BaseService } from './base.js';
 import { EVENTS } from './emitter.js';
-import { AuthError } from './errors.js';
+import { AuthError, isSessionOver } from './errors.js';
 import { verifyIdToken } from './jwt.js';
 import {
   CALLBACK_PARAMS,
@@ -27,10 +27,8 @@ import {
 import { codeChallengeS256, generateCodeVerifier, generateState } from './pkce.js';
 import { runSilentFrame } from './silent.js';
 import { LOGOUT_STATE_KEY, PendingStore, SERVICE_KEY, TokenStore } from './storage.js';
-import { isExpired, makeTokenRecord, refreshDelay } from './token.js';
+import { isExpired, makeTokenRecord, refreshDelay, refreshExpiresAt } from './token.js';
 
-/** Errors after which the IAM session is known to be over. */
-const SESSION_OVER = new Set(['invalid_grant', 'login_required', 'interaction_required', 'consent_required']);
 const REFRESH_LOCK = 'roadkit:token-refresh';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -211,7 +209,7 @@ export class LocalService extends BaseService {
       idToken = response.id_token;
     }
     const record = makeTokenRecord(response, now, { requestedScope: this.settings.IamScope });
-    this.tokens.write(record, idToken);
+    this.tokens.write(record, idToken, refreshExpiresAt(response, now));
     this.emit(EVENTS.TOKEN_STORED, { expires_at: record.expires_at });
     this.scheduleRefresh();
     return record;
@@ -241,6 +239,8 @@ export class LocalService extends BaseService {
     try {
       await this.getAccessToken({});
       await this.#finishSignIn();
+      // A reload: arm the refresh timer for the stored token (a refresh just made armed it too).
+      this.scheduleRefresh();
       return { ok: true };
     } catch (error) {
       if (error.code === 'session_ended' || error.code === 'unauthorized') return { ok: false };
@@ -270,7 +270,10 @@ export class LocalService extends BaseService {
   refresh({ seen } = {}) {
     if (!this.#refreshing) {
       const generation = this.#generation;
-      const run = () => this.#refreshNow(generation, seen ?? this.tokens.read()?.access_token);
+      // What this tab saw BEFORE waiting for the lock: if another tab stores a new token
+      // meanwhile, it is adopted instead of refreshed again (one refresh for all tabs).
+      const seenBefore = seen ?? this.tokens.read()?.access_token;
+      const run = () => this.#refreshNow(generation, seenBefore);
       const locked = this.env.locks ? this.env.locks.request(REFRESH_LOCK, run) : run();
       this.#refreshing = Promise.resolve(locked).finally(() => {
         this.#refreshing = null;
@@ -290,6 +293,12 @@ export class LocalService extends BaseService {
       this.endSession('no refresh token');
       throw new AuthError('session_ended', 'The token expired and cannot be refreshed');
     }
+    const refreshEnd = this.tokens.readRefreshExpiresAt();
+    if (refreshEnd !== null && this.env.now() >= refreshEnd) {
+      // refresh_expires_in has passed: the IAM would answer invalid_grant; do not even ask.
+      this.endSession('refresh token expired');
+      throw new AuthError('session_ended', 'The session has expired (refresh token lifetime over)');
+    }
     let response;
     try {
       const d = await this.discovery();
@@ -299,7 +308,7 @@ export class LocalService extends BaseService {
       });
     } catch (error) {
       if (generation !== this.#generation) throw new AuthError('session_ended', 'Signed out meanwhile');
-      if (SESSION_OVER.has(error.code) || error.code === 'invalid_client' || error.code === 'unauthorized_client') {
+      if (isSessionOver(error)) {
         this.endSession(`refresh refused: ${error.message}`);
         throw new AuthError('session_ended', `The session has ended (${error.message})`, { cause: error });
       }
@@ -322,7 +331,7 @@ export class LocalService extends BaseService {
       }
     }
     const record = makeTokenRecord(response, now, { requestedScope: this.settings.IamScope, previous: current });
-    this.tokens.write(record, idToken);
+    this.tokens.write(record, idToken, refreshExpiresAt(response, now, this.tokens.readRefreshExpiresAt()));
     this.#retryMs = 0;
     this.emit(EVENTS.TOKEN_REFRESHED, { expires_at: record.expires_at });
     this.scheduleRefresh();
@@ -337,6 +346,12 @@ export class LocalService extends BaseService {
     const delay = Math.min(refreshDelay(record, this.env.now()), MAX_TIMER_MS);
     this.#timer = this.env.setTimeout(() => {
       this.#timer = null;
+      const current = this.tokens.read();
+      if (current && refreshDelay(current, this.env.now()) > 0) {
+        // Another tab refreshed before this timer fired: follow its token, do not refresh again.
+        this.scheduleRefresh();
+        return;
+      }
       this.refresh().catch(() => {});
     }, delay);
     return delay;

@@ -11,6 +11,12 @@ import { BaseService } from './base.js';
 import { AuthError } from './errors.js';
 
 const RETURN_PARAMS = ['success', 'authentication_failed'];
+/**
+ * Set in sessionStorage (this tab) just before going to the portal's logout: only a return
+ * this tab asked for is a logout. A crafted link to `/?success=1` logs nobody out. Not a
+ * secret, nothing token-like: just the fact that a logout is under way.
+ */
+export const REMOTE_LOGOUT_KEY = 'roadkit:remote:logout-pending';
 
 export class RemoteService extends BaseService {
   constructor({ settings, env, emitter }) {
@@ -55,9 +61,13 @@ export class RemoteService extends BaseService {
       const failed = q.has('authentication_failed');
       this.cleanUrl(RETURN_PARAMS);
       if (!this.isLoginRoute()) {
-        // The portal's logout return (e.g. /logout?success=1).
-        this.endSession('logout');
-        return { status: 'logout' };
+        if (this.#takeLogoutMark()) {
+          // The portal's return from the logout this tab started (e.g. /?success=1).
+          this.endSession('logout');
+          return { status: 'logout' };
+        }
+        // Any other `?success` outside the login route means nothing: ask the portal as usual.
+        return (await this.restore()).ok ? { status: 'restored' } : { status: 'no-auth' };
       }
       if (success === '1' && !failed) {
         try {
@@ -104,11 +114,28 @@ export class RemoteService extends BaseService {
     return (await this.restore()).ok;
   }
 
+  #takeLogoutMark() {
+    const storage = this.env.sessionStorage;
+    if (!storage) return false;
+    try {
+      const marked = storage.getItem(REMOTE_LOGOUT_KEY) !== null;
+      storage.removeItem(REMOTE_LOGOUT_KEY);
+      return marked;
+    } catch {
+      return false;
+    }
+  }
+
   /** Forget the session here, tell the other tabs, let the portal end it. */
   async logout({ endIamSession = true } = {}) {
     this.endSession('logout');
     this.broadcast({ type: 'logout' });
     if (!endIamSession) return 'logout';
+    try {
+      this.env.sessionStorage?.setItem(REMOTE_LOGOUT_KEY, String(this.env.now?.() ?? Date.now()));
+    } catch {
+      // Storage disabled: the return is then handled as a plain visit (GET /me says signed out).
+    }
     const url = new URL(`${this.portalUrl}/logout`);
     url.searchParams.set('app', this.settings.AppName);
     this.env.navigate(url.toString());

@@ -51,23 +51,33 @@ export class TokenStore {
     return typeof idToken === 'string' ? idToken : null;
   }
 
+  /** When the refresh token expires (ms since the epoch), or null when unknown or unlimited. */
+  readRefreshExpiresAt() {
+    const value = this.#readService().connexion?.refresh_expires_at;
+    return Number.isFinite(value) ? value : null;
+  }
+
   /**
-   * Store a record; `idToken` replaces the stored id token when given.
+   * Store a record; `idToken` replaces the stored id token when given. `refreshExpiresAt`
+   * is kept next to the record (the record itself has exactly the specification's fields).
    * @param {object} record token record
    * @param {string|null} [idToken]
+   * @param {number|null} [refreshExpiresAt]
    */
-  write(record, idToken) {
+  write(record, idToken, refreshExpiresAt = null) {
     const service = this.#readService();
     const connexion = { ...(service.connexion ?? {}), token: record };
     if (idToken) connexion.id_token = idToken;
+    if (Number.isFinite(refreshExpiresAt)) connexion.refresh_expires_at = refreshExpiresAt;
+    else delete connexion.refresh_expires_at;
     this.storage.setItem(SERVICE_KEY, JSON.stringify({ ...service, connexion }));
   }
 
-  /** Forget the token and id token. */
+  /** Forget the token, id token and refresh expiry. */
   clear() {
     const service = this.#readService();
     if (!service.connexion) return;
-    const { token: _t, id_token: _i, ...rest } = service.connexion;
+    const { token: _t, id_token: _i, refresh_expires_at: _r, ...rest } = service.connexion;
     this.storage.setItem(SERVICE_KEY, JSON.stringify({ ...service, connexion: rest }));
   }
 }

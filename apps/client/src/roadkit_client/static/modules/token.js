@@ -103,3 +103,14 @@ export function refreshMargin(record) {
 export function refreshDelay(record, nowMs) {
   return Math.max(0, record.expires_at - refreshMargin(record) - nowMs);
 }
+
+/**
+ * When the refresh token stops working, in ms since the epoch, from the IAM's
+ * `refresh_expires_in` (Keycloak's SSO idle/max limit): `null` when the IAM gives
+ * none or `0` (no limit, offline tokens). A refresh answer without it keeps `previous`.
+ */
+export function refreshExpiresAt(response, nowMs, previous = null) {
+  const seconds = Number(response?.refresh_expires_in);
+  if (response?.refresh_expires_in === undefined || response?.refresh_expires_in === null) return previous;
+  return Number.isFinite(seconds) && seconds > 0 ? nowMs + seconds * 1000 : null;
+}

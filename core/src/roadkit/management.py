@@ -1,0 +1,212 @@
+"""Creating, changing and deleting managed services through the admin API.
+
+A request is checked completely first (the service file as the loader reads it, the new server
+file as the loader reads it, listener ports free of the other services and of the administrator),
+then the service file and the server file are replaced atomically, then the service is started,
+reloaded or stopped. A request that fails a check writes nothing and starts nothing.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from roadkit.config.loader import load_service, parse_server, parse_service
+from roadkit.config.models import Listener, ManagedService, ServerConfig
+from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, null_problems
+from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
+from roadkit.publication import ID_PATTERN
+
+if TYPE_CHECKING:
+    from roadkit.administrator import Administrator, ServiceHandle
+
+#: Keys of a request body besides ``configuration``: they go to the service's ``[[services]]`` entry.
+ENTRY_KEYS = ("mode", "workers", "startup_timeout")
+
+
+@attrs.frozen
+class Plan:
+    """What a checked request will write: the service file, the edited server file, the new entry."""
+
+    service_file: Path
+    service_text: str
+    editor: ServerFileEditor | None
+    server: ServerConfig
+    managed: ManagedService
+    folders: tuple[Path, ...]
+
+
+def _without_nulls(value: Any) -> Any:
+    # Nulls are already reported as problems; the server-file editor must still be able to hold the rest.
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value if v is not None]
+    return value
+
+
+def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+    if not isinstance(body, dict):
+        raise BadRequest(f"Invalid request body: expected a JSON object with id, mode, workers and configuration, got {type(body).__name__}", code="invalid_body")
+    problems = [f"{where}: {key}: unknown key (expected id, configuration, {', '.join(ENTRY_KEYS)})" for key in body if key not in ("id", "configuration", *ENTRY_KEYS)]
+    problems.extend(null_problems(body, where))
+    configuration = body.get("configuration")
+    if not isinstance(configuration, dict):
+        problems.append(f"{where}: configuration: expected an object with the keys of a service file, got {configuration!r}")
+    return body, problems
+
+
+def _ports(listeners: tuple[Listener, ...], others: dict[str, tuple[Listener, ...]], admin: Listener, where: Path, problems: list[str]) -> None:
+    for i, listener in enumerate(listeners):
+        if listener.port == admin.port:
+            problems.append(f"{where}: listeners[{i}].port: port {listener.port} is the administrator's")
+        for sid, used in others.items():
+            if any(other.port == listener.port for other in used):
+                problems.append(f"{where}: listeners[{i}].port: port {listener.port} is already used by service {sid!r}")
+
+
+class Management:
+    """The checks and writes behind ``POST``, ``PUT`` and ``DELETE /services[/{id}]``."""
+
+    def __init__(self, admin: Administrator) -> None:
+        self.admin = admin
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.admin.config
+
+    def _other_listeners(self, but: str) -> dict[str, tuple[Listener, ...]]:
+        listeners: dict[str, tuple[Listener, ...]] = {}
+        for managed in self.config.services:
+            if managed.id == but:
+                continue
+            try:
+                listeners[managed.id] = load_service(managed.configuration).listeners
+            except ConfigurationError:
+                continue  # a broken service file is its own service's problem
+        return listeners
+
+    def _plan(self, sid: str, body: dict[str, Any], problems: list[str], *, service_file: Path, editor: ServerFileEditor | None) -> Plan:
+        configuration = body.get("configuration")
+        folders: list[Path] = []
+        service = None
+        if isinstance(configuration, dict):
+            try:
+                service = parse_service(configuration, service_file, cors=self.config.administrator.cors, missing_folders=folders)
+            except ConfigurationError as exc:
+                problems.extend(exc.problems)
+        if service is not None:
+            _ports(service.listeners, self._other_listeners(sid), self.config.administrator.listener, service_file, problems)
+        text = ""
+        if isinstance(configuration, dict) and not problems:
+            text = dump_toml(configuration)
+            if tomllib.loads(text) != configuration:
+                problems.append(f"{service_file}: (top level): can't be stored as TOML without changing it")
+        server = self.config if editor is None else None  # no server-file change: the server file stays as it is
+        if editor is not None:
+            try:
+                server = parse_server(editor.data(), self.config.path)
+            except ConfigurationError as exc:
+                problems.extend(exc.problems)
+        if problems or server is None:
+            raise ConfigurationError(problems)
+        managed = next(m for m in server.services if m.id == sid)
+        self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
+        return Plan(service_file, text, editor, server, managed, tuple(folders))
+
+    def _write(self, plan: Plan) -> None:
+        previous = plan.service_file.read_text(encoding="utf-8") if plan.service_file.exists() else None
+        atomic_write(plan.service_file, plan.service_text)
+        try:
+            if plan.editor is not None:
+                plan.editor.save()
+        except BaseException:
+            if previous is None:
+                plan.service_file.unlink(missing_ok=True)
+            else:
+                atomic_write(plan.service_file, previous)
+            raise
+        for folder in plan.folders:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WriteFailed(f"Can't create the folder {folder}: {exc.strerror or exc} (the service files are written; create it and restart the service)") from None
+
+    async def create(self, body: Any) -> ServiceHandle:
+        """``POST /services``: check, write the service file and the server file, start the service."""
+        where = str(self.config.path.parent / "<new service>")
+        data, problems = _body(body, where)
+        sid = data.get("id")
+        if not isinstance(sid, str) or not ID_PATTERN.match(sid):
+            problems.append(f"{where}: id: expected letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit), got {sid!r}")
+            raise ConfigurationError(problems)
+        if sid in self.admin.handles:
+            raise Conflict(f"Service {sid} already exists")
+        service_file = self.config.path.parent / f"{sid}.service.toml"
+        if service_file.exists():
+            raise Conflict(f"Service file {service_file} already exists (not used by any service): remove or rename it first")
+        problems = [p.replace(where, str(service_file), 1) for p in problems]
+        entry = {"id": sid, "configuration": service_file.name} | {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
+        editor = ServerFileEditor(self.config.path)
+        editor.add_service(entry)
+        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
+        self._write(plan)
+        handle = self.admin.new_handle(plan.managed)
+        self.admin.handles[sid] = handle
+        self.admin.config = attrs.evolve(self.config, services=(*self.config.services, plan.managed))
+        await handle.start()
+        return handle
+
+    async def modify(self, sid: str, body: Any) -> ServiceHandle:
+        """``PUT /services/{id}``: check, replace the service file (and entry), then reload the service."""
+        handle = self.admin.handle(sid)
+        service_file = handle.managed.configuration
+        data, problems = _body(body, str(service_file))
+        if "id" in data and data["id"] != sid:
+            problems.append(f"{service_file}: id: expected {sid!r} (the id in the URL), got {data['id']!r}")
+        changes = {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
+        editor = None
+        if changes:
+            editor = ServerFileEditor(self.config.path)
+            editor.update_service(sid, changes)
+        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
+        previous_text = service_file.read_text(encoding="utf-8") if service_file.exists() else None
+        previous_server = self.config.path.read_text(encoding="utf-8")
+        self._write(plan)
+        services = tuple(plan.managed if m.id == sid else m for m in self.config.services)
+        if plan.managed == handle.managed:
+            try:
+                await handle.reload()
+            except Exception:
+                # The service keeps its previous configuration: so do the files.
+                if previous_text is not None:
+                    atomic_write(service_file, previous_text)
+                atomic_write(self.config.path, previous_server)
+                raise
+            self.admin.config = attrs.evolve(self.config, services=services)
+            return handle
+        # Where or how it runs changed: the old handle stops, a new one starts.
+        await handle.stop()
+        new = self.admin.new_handle(plan.managed)
+        self.admin.handles[sid] = new
+        self.admin.config = attrs.evolve(self.config, services=services)
+        await new.start()
+        return new
+
+    async def delete(self, sid: str) -> None:
+        """``DELETE /services/{id}``: stop the service, take it out of the server file (its files stay)."""
+        handle = self.admin.handle(sid)
+        editor = ServerFileEditor(self.config.path)
+        try:
+            editor.remove_service(sid)
+        except KeyError:
+            raise NotFound(f"Can't find service {sid} in {self.config.path}") from None
+        parse_server(editor.data(), self.config.path)
+        await handle.stop()
+        editor.save()
+        del self.admin.handles[sid]
+        self.admin.config = attrs.evolve(self.config, services=tuple(m for m in self.config.services if m.id != sid))
+

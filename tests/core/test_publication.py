@@ -1,0 +1,345 @@
+"""Publication through the admin API: sources and resources read, written and removed on a running service."""
+
+from __future__ import annotations
+
+import asyncio
+import tomllib
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from roadkit import hookimpl
+from roadkit.administrator import Administrator
+from roadkit.config import load_server
+from roadkit.plugins import Plugins
+from roadkit.source import Source
+from tests.core.conftest import StraightLineSource, TestPlugin, free_port, make_service, write
+
+SOURCE_A = {"id": "a", "type": "straightline", "profiles": ["car"]}
+RESOURCE = {
+    "id": "lines",
+    "type": "straightline",
+    "sources": ["a"],
+    "operations": {"route": {"start": {"bbox": "-10,-10,10,10"}, "end": {"bbox": "-10,-10,10,10"}}, "nearest": {}},
+}
+ROUTE = {"resource": "lines", "start": "0,0", "end": "1,1"}
+
+
+def empty_server(root: Path, admin_port: int, service_port: int) -> Path:
+    """A server whose only service has no source and no resource."""
+    make_service(root, port=service_port, sources={}, resource_sources="")
+    return write(root / "server.toml", f"""
+# A comment the administrator keeps.
+[administrator.listener]
+port = {admin_port}
+
+[[services]]
+id = "main"
+configuration = "service.toml"
+mode = "same-process"
+""")
+
+
+class Running:
+    """An administrator on free ports with an HTTP client; ``admin`` and ``service`` are base URLs."""
+
+    def __init__(self, root: Path, admin: Administrator, admin_port: int, service_port: int, client: httpx.AsyncClient) -> None:
+        self.root = root
+        self.administrator = admin
+        self.admin = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
+        self.service = f"http://127.0.0.1:{service_port}"
+        self.client = client
+
+    async def route(self, **params: str) -> httpx.Response:
+        return await self.client.get(f"{self.service}/simple/1.0.0/route", params=ROUTE | params)
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file under the service folder, to prove a refused write changed nothing."""
+        return {str(p.relative_to(self.root)): p.read_bytes() for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+async def running(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Running]:
+    admin_port, service_port = free_port(), free_port()
+    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            yield Running(tmp_path, admin, admin_port, service_port, client)
+    finally:
+        await admin.stop()
+
+
+def memory(admin: Administrator) -> tuple[dict[str, Any], dict[str, Any]]:
+    service = admin.handles["main"].service  # type: ignore[attr-defined]
+    return dict(service.sources), dict(service.resources)
+
+
+async def test_an_empty_service_populated_through_the_admin_api_serves_routes(running: Running) -> None:
+    c = running.client
+    assert (await running.route()).json()["error"]["message"] == "Operation 'route' is not permitted on this service"
+    assert (await c.get(f"{running.admin}/services/main/sources")).json() == []
+
+    created = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "straightline", "profiles": ["car"]})
+    assert created.status_code == 201, created.text
+    assert created.json() == SOURCE_A
+    assert tomllib.loads((running.root / "sources" / "a.source").read_text()) == SOURCE_A
+    health = (await c.get(f"{running.admin}/health")).json()
+    assert health["services"][0]["sources"] == [{"id": "a", "type": "straightline", "state": "green"}]
+
+    created = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    assert created.status_code == 201, created.text
+    assert (running.root / "resources" / "lines.resource").is_file()
+    route = await running.route()
+    assert route.status_code == 200, route.text
+    assert route.json()["resource"] == "lines"
+
+    assert (await c.get(f"{running.admin}/services/main/resources/lines")).json() == RESOURCE
+    assert [r["id"] for r in (await c.get(f"{running.admin}/services/main/resources")).json()] == ["lines"]
+    capabilities = (await c.get(f"{running.service}/simple/1.0.0/getcapabilities")).json()
+    assert [r["id"] for r in capabilities["resources"]] == ["lines"]
+
+
+async def test_a_changed_resource_applies_from_the_next_request(running: Running) -> None:
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    assert (await running.route(start="5,5")).status_code == 200
+    narrower = RESOURCE | {"operations": {"route": {"start": {"bbox": "-1,-1,1,1"}, "end": {"bbox": "-1,-1,1,1"}}}}
+    changed = await c.put(f"{running.admin}/services/main/resources/lines", json=narrower)
+    assert changed.status_code == 200, changed.text
+    refused = await running.route(start="5,5")
+    assert refused.status_code == 400 and "start" in refused.json()["error"]["message"]
+    assert (await running.route(start="0.5,0.5")).status_code == 200
+    assert "nearest" not in running.administrator.handles["main"].service.resources["lines"].operations  # type: ignore[attr-defined]
+
+
+async def test_a_replaced_source_is_connected_before_it_serves(running: Running) -> None:
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    before = running.administrator.handles["main"].service.sources["a"]  # type: ignore[attr-defined]
+    StraightLineSource.gate = asyncio.Event()
+    replacing = asyncio.create_task(c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"profiles": ["car", "bike"]}))
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if StraightLineSource.connections >= 2:
+            break
+    # The new engine is still connecting: requests are served by the old one, none refused.
+    results = await asyncio.gather(*(running.route() for _ in range(10)))
+    assert [r.status_code for r in results] == [200] * 10
+    assert running.administrator.handles["main"].service.sources["a"] is before  # type: ignore[attr-defined]
+    StraightLineSource.gate.set()
+    assert (await replacing).status_code == 200
+    after = running.administrator.handles["main"].service
+    assert after.sources["a"] is not before  # type: ignore[attr-defined]
+    assert after.resources["lines"].sources == [after.sources["a"]]  # type: ignore[attr-defined]
+    assert (await running.route(profile="bike")).status_code == 200
+
+
+async def test_removal_of_resources_and_sources(running: Running) -> None:
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    in_use = await c.delete(f"{running.admin}/services/main/sources/a")
+    assert in_use.status_code == 409 and "lines" in in_use.json()["error"]["message"]
+    assert (running.root / "sources" / "a.source").is_file()
+
+    assert (await c.delete(f"{running.admin}/services/main/resources/lines")).status_code == 204
+    gone = await running.route()  # the service has no resource left, so no route operation either
+    assert gone.status_code == 400 and gone.json()["error"]["message"] == "Operation 'route' is not permitted on this service"
+    assert (await c.get(f"{running.admin}/services/main/resources/lines")).status_code == 404
+    assert not (running.root / "resources" / "lines.resource").exists()
+
+    assert (await c.delete(f"{running.admin}/services/main/sources/a")).status_code == 204
+    assert not (running.root / "sources" / "a.source").exists()
+    assert (await c.get(f"{running.admin}/health")).json()["services"][0]["sources"] == []
+    assert (await c.delete(f"{running.admin}/services/main/sources/a")).status_code == 404
+    assert (await c.delete(f"{running.admin}/services/nope/sources/a")).status_code == 404
+    assert (await c.get(f"{running.admin}/services/main/sources/a")).status_code == 404
+
+
+async def test_invalid_documents_give_400_naming_every_problem_and_change_nothing(running: Running) -> None:
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    files, (sources, resources) = running.snapshot(), memory(running.administrator)
+
+    bad_source = await c.put(f"{running.admin}/services/main/sources/a", json={"id": "b", "type": "nokind", "projection": "EPSG:1", "bbox": "1,2"})
+    assert bad_source.status_code == 400
+    message = bad_source.json()["error"]["message"]
+    source_file = running.root / "sources" / "a.source"
+    assert f"{source_file}: id: expected 'a' (the id in the URL), got 'b'" in message
+    bad_source = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "nokind", "projection": "EPSG:1", "bbox": "1,2"})
+    message = bad_source.json()["error"]["message"]
+    assert f"{source_file}: bbox: expected 'xmin,ymin,xmax,ymax'" in message
+    bad_source = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "nokind", "projection": "EPSG:1"})
+    message = bad_source.json()["error"]["message"]
+    assert "type: no installed plugin provides source kind 'nokind'" in message
+    assert "projection: unknown projection 'EPSG:1'" in message
+    assert "type: resource 'lines' of type 'straightline' uses this source" in message
+    options = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "straightline", "profiles": "car", "colour": "red", "delay": None})
+    problems = options.json()["error"]["message"].splitlines()
+    assert f"{source_file}: delay: null is not allowed (leave the key out instead)" in problems
+    options = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "straightline", "profiles": 3, "colour": "red"})
+    problems = options.json()["error"]["message"]
+    assert "profiles" in problems and "colour" in problems
+
+    bad_resource = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE | {
+        "sources": ["a", "ghost"],
+        "operations": {"route": {"start": {"bbox": "-10,-10,10,10"}, "end": {"bbox": "-10,-10,10,10"}}},
+    })
+    assert bad_resource.status_code == 400
+    assert "sources[1]: unknown source 'ghost'" in bad_resource.json()["error"]["message"]
+    bad_parameters = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE | {
+        "operations": {"route": {"profile": {"values": 3}, "colour": {}}, "fly": {}},
+    })
+    message = bad_parameters.json()["error"]["message"]
+    resource_file = running.root / "resources" / "lines.resource"
+    assert f"{resource_file}: operations.route.profile.values" in message
+    assert f"{resource_file}: operations.route.colour: unknown parameter of route" in message
+    assert f"{resource_file}: operations.fly: unknown operation" in message
+    for body, expected in ((b"[1, 2]", "expected a JSON object"), (b"{not json", "expected JSON")):
+        response = await c.put(f"{running.admin}/services/main/resources/lines", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and expected in response.json()["error"]["message"]
+    assert (await c.put(f"{running.admin}/services/main/sources/..a", json=SOURCE_A)).status_code == 400
+    assert (await c.put(f"{running.admin}/services/main/sources/a", content=b"{}")).status_code == 400  # no JSON content type
+
+    assert running.snapshot() == files
+    assert memory(running.administrator) == (sources, resources)
+    assert (await running.route()).status_code == 200
+
+
+async def test_publication_survives_an_administrator_restart(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    path = empty_server(tmp_path, admin_port, service_port)
+    admin = Administrator(load_server(path), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient() as c:
+            base = f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main"
+            assert (await c.put(f"{base}/sources/a", json=SOURCE_A)).status_code == 201
+            assert (await c.put(f"{base}/resources/lines", json=RESOURCE)).status_code == 201
+    finally:
+        await admin.stop()
+    again = Administrator(load_server(path), plugins)
+    await again.start()
+    try:
+        async with httpx.AsyncClient() as c:
+            route = await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)
+        assert route.status_code == 200, route.text
+    finally:
+        await again.stop()
+    assert not [p for p in tmp_path.rglob("*.tmp")], "no temporary file is left behind"
+
+
+async def test_publication_on_a_stopped_service_is_read_when_it_starts(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    await admin.start()
+    try:
+        handle = admin.handles["main"]
+        await handle.stop()
+        async with httpx.AsyncClient() as c:
+            base = f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main"
+            assert (await c.put(f"{base}/sources/a", json=SOURCE_A)).status_code == 201
+            assert (await c.put(f"{base}/resources/lines", json=RESOURCE)).status_code == 201
+            await handle.start()
+            route = await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)
+        assert route.status_code == 200, route.text
+    finally:
+        await admin.stop()
+
+
+async def test_the_admin_openapi_document_covers_every_write_endpoint(running: Running) -> None:
+    from openapi_spec_validator import validate
+    from starlette.routing import Mount, Route
+
+    from roadkit.apis.admin import create_admin_app
+
+    document = (await running.client.get(f"{running.admin}/openapi.json")).json()
+    validate(document)
+    mount = next(r for r in create_admin_app(running.administrator).routes if isinstance(r, Mount))
+    served = {
+        (route.path.replace(":path}", "}"), method.lower())
+        for route in mount.routes
+        if isinstance(route, Route) and route.methods and "{path" not in route.path and route.path != "/" and not route.path.startswith("/openapi")
+        for method in route.methods - {"HEAD"}
+    }
+    documented = {(path, method) for path, operations in document["paths"].items() for method in operations}
+    assert served - documented == set()
+    assert {("/services", "post"), ("/services/{service}", "put"), ("/services/{service}", "delete"),
+            ("/services/{service}/sources/{source}", "put"), ("/services/{service}/resources/{resource}", "delete")} <= documented
+    viewer = await running.client.get(f"{running.admin}/openapi")
+    assert viewer.status_code == 200 and "openapi.json" in viewer.text
+
+
+class RemoteLineSource(StraightLineSource):
+    """A remote kind that serves the straightline kind's resources (as osrm-http serves osrm's)."""
+
+    kind = "remoteline"
+    resource_type = "straightline"
+
+
+class RemotePlugin:
+    @hookimpl
+    def roadkit_source_kinds(self) -> Sequence[type[Source]]:
+        return [RemoteLineSource]
+
+
+async def test_a_remote_kind_serves_its_engine_types_resources(tmp_path: Path, plugins: Plugins) -> None:
+    plugins = Plugins.create(load_entry_points=False, extra_plugins=[TestPlugin(), RemotePlugin()])
+    admin_port, service_port = free_port(), free_port()
+    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient() as c:
+            base = f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main"
+            assert (await c.put(f"{base}/sources/a", json=SOURCE_A | {"type": "remoteline"})).status_code == 201
+            created = await c.put(f"{base}/resources/lines", json=RESOURCE)
+            assert created.status_code == 201, created.text
+            assert (await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+            still = await c.put(f"{base}/sources/a", json=SOURCE_A | {"type": "remoteline", "profiles": ["car", "bike"]})
+            assert still.status_code == 200, still.text
+    finally:
+        await admin.stop()
+
+
+async def test_a_resource_whose_source_is_red_is_served_once_the_source_is_fixed(running: Running) -> None:
+    c = running.client
+    red = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"fail": True})
+    assert red.status_code == 201, red.text
+    source_health = (await c.get(f"{running.admin}/health")).json()["services"][0]["sources"][0]
+    assert source_health["state"] == "red" and "refused to load" in source_health["reason"]
+    assert (await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)).status_code == 201
+    assert (await running.route()).status_code == 400  # written, but no available source to serve it
+    assert (await c.get(f"{running.admin}/services/main/resources/lines")).status_code == 200
+    fixed = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    assert fixed.status_code == 200, fixed.text
+    assert (await running.route()).status_code == 200
+    assert (await c.get(f"{running.admin}/health")).json()["state"] == "green"
+
+
+async def test_a_write_that_fails_on_disk_is_a_503_and_changes_nothing(running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import roadkit.config.writer
+
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    files, (sources, resources) = running.snapshot(), memory(running.administrator)
+
+    def full(src: str, dst: str) -> None:
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(roadkit.config.writer.os, "replace", full)
+    failed = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    assert failed.status_code == 503
+    assert failed.json()["error"]["message"] == f"Can't write {running.root / 'resources' / 'lines.resource'}: No space left on device; nothing was changed"
+    replaced = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"profiles": ["bike"]})
+    assert replaced.status_code == 503
+    assert running.snapshot() == files, "no change and no temporary file left"
+    assert memory(running.administrator) == (sources, resources)

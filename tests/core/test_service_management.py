@@ -1,0 +1,272 @@
+"""Services created, changed and deleted through the admin API, persisted across an administrator restart."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from roadkit.administrator import Administrator
+from roadkit.config import load_server
+from roadkit.plugins import Plugins
+from tests.core.conftest import free_port, make_service, write
+from tests.core.test_publication import RESOURCE, ROUTE, SOURCE_A
+
+
+def configuration(port: int, **changes: Any) -> dict[str, Any]:
+    """A service file as JSON: listens on ``port``, publishes into folders the administrator creates."""
+    return {
+        "application": {"name": "second", "title": "Second service", "description": "Created through the admin API"},
+        "listeners": [{"port": port}],
+        "folders": {"sources": ["second/sources"], "resources": ["second/resources"], "projections": "projections"},
+    } | changes
+
+
+class Admin:
+    def __init__(self, root: Path, plugins: Plugins) -> None:
+        self.root = root
+        self.plugins = plugins
+        self.port, self.main_port = free_port(), free_port()
+        make_service(root, port=self.main_port)
+        self.path = write(root / "server.toml", f"""
+# The server file: the administrator keeps this comment.
+[administrator.listener]
+port = {self.port}  # the admin port
+
+[[services]]
+id = "main"
+configuration = "service.toml"
+mode = "same-process"
+""")
+        self.base = f"http://127.0.0.1:{self.port}/admin/1.0.0"
+        self.administrator: Administrator | None = None
+
+    async def start(self) -> None:
+        self.administrator = Administrator(load_server(self.path), self.plugins)
+        await self.administrator.start()
+
+    async def stop(self) -> None:
+        if self.administrator is not None:
+            await self.administrator.stop()
+            self.administrator = None
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {str(p.relative_to(self.root)): p.read_bytes() for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+async def admin(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Admin]:
+    running = Admin(tmp_path, plugins)
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+async def test_create_modify_delete_a_service_persisted_across_restarts(admin: Admin) -> None:
+    port, moved = free_port(), free_port()
+    async with httpx.AsyncClient(timeout=10) as c:
+        created = await c.post(f"{admin.base}/services", json={"id": "second", "mode": "same-process", "configuration": configuration(port)})
+        assert created.status_code == 201, created.text
+        body = created.json()
+        assert body["id"] == "second" and body["lifecycle"] == "ready"
+        assert body["configuration"]["application"]["title"] == "Second service"
+        service_file = admin.root / "second.service.toml"
+        assert tomllib.loads(service_file.read_text()) == configuration(port)
+        server_text = admin.path.read_text()
+        assert "# The server file: the administrator keeps this comment." in server_text and "# the admin port" in server_text
+        assert [s["id"] for s in tomllib.loads(server_text)["services"]] == ["main", "second"]
+        assert (admin.root / "second" / "sources").is_dir() and (admin.root / "second" / "resources").is_dir()
+        assert (await c.get(f"{admin.base}/health")).json()["state"] == "green"
+
+        # Populated by publication, it serves routes.
+        assert (await c.put(f"{admin.base}/services/second/sources/a", json=SOURCE_A)).status_code == 201
+        assert (await c.put(f"{admin.base}/services/second/resources/lines", json=RESOURCE)).status_code == 201
+        assert (admin.root / "second" / "sources" / "a.source").is_file()
+        assert (await c.get(f"http://127.0.0.1:{port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+
+        assert (await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port())})).status_code == 409
+
+        changed = await c.put(f"{admin.base}/services/second", json={"configuration": configuration(moved, application={"name": "second", "title": "Moved", "description": "d"})})
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["configuration"]["application"]["title"] == "Moved"
+        assert (await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            await c.get(f"http://127.0.0.1:{port}/simple/1.0.0/route", params=ROUTE)
+    await admin.stop()
+
+    await admin.start()  # the administrator restarted: the created and changed service is back
+    async with httpx.AsyncClient(timeout=10) as c:
+        assert (await c.get(f"{admin.base}/services/second")).json()["configuration"]["application"]["title"] == "Moved"
+        assert (await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        assert (await c.delete(f"{admin.base}/services/second")).status_code == 204
+        assert (await c.get(f"{admin.base}/services/second")).status_code == 404
+        with pytest.raises(httpx.ConnectError):
+            await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)
+        assert (await c.delete(f"{admin.base}/services/second")).status_code == 404
+        assert (await c.put(f"{admin.base}/services/second", json={"configuration": configuration(port)})).status_code == 404
+    server_text = admin.path.read_text()
+    assert [s["id"] for s in tomllib.loads(server_text)["services"]] == ["main"]
+    assert "# The server file: the administrator keeps this comment." in server_text
+    assert (admin.root / "second.service.toml").is_file(), "deleting a service keeps its files"
+    await admin.stop()
+
+    await admin.start()
+    assert admin.administrator is not None and list(admin.administrator.handles) == ["main"]
+
+
+async def test_invalid_service_requests_give_400_with_every_problem_and_change_nothing(admin: Admin) -> None:
+    assert admin.administrator is not None
+    before, handles = admin.snapshot(), dict(admin.administrator.handles)
+    async with httpx.AsyncClient(timeout=10) as c:
+        bad = configuration(admin.main_port, application={"name": "x"}, colour="red")
+        bad["folders"] = {"projections": "nowhere"}
+        response = await c.post(f"{admin.base}/services", json={"id": "second", "mode": "elsewhere", "extra": 1, "configuration": bad})
+        assert response.status_code == 400
+        problems = response.json()["error"]["message"].splitlines()
+        service_file = admin.root / "second.service.toml"
+        assert f"{service_file}: extra: unknown key (expected id, configuration, mode, workers, startup_timeout)" in problems
+        assert any(p.startswith(f"{service_file}: application.title: required key is missing") for p in problems), problems
+        assert any(p.startswith(f"{service_file}: (top level): unknown key(s) colour") for p in problems), problems
+        text = "\n".join(problems)
+        assert f"{admin.path}: services[1].mode" in text
+
+        ports = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(admin.main_port)})
+        assert f"{service_file}: listeners[0].port: port {admin.main_port} is already used by service 'main'" in ports.json()["error"]["message"]
+        folders = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port(), folders={"projections": "nowhere"})})
+        assert "folders.projections: expected a folder" in folders.json()["error"]["message"]
+        for body in ({"id": "../x", "configuration": configuration(free_port())}, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
+            assert (await c.post(f"{admin.base}/services", json=body)).status_code == 400, body
+
+        nulls = await c.put(f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())})
+        assert nulls.status_code == 400
+        assert f"{admin.root / 'service.toml'}: mode: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        assert f"{admin.root / 'service.toml'}: workers.n: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        modify = await c.put(f"{admin.base}/services/main", json={"id": "other", "configuration": configuration(free_port(), listeners="x")})
+        assert modify.status_code == 400
+        assert f"{admin.root / 'service.toml'}: id: expected 'main' (the id in the URL), got 'other'" in modify.json()["error"]["message"]
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+    assert admin.snapshot() == before
+    assert admin.administrator.handles == handles
+    assert [m.id for m in admin.administrator.config.services] == ["main"]
+
+
+async def test_a_change_the_service_cannot_start_with_keeps_the_previous_one(admin: Admin) -> None:
+    async with httpx.AsyncClient(timeout=10) as c:
+        before = admin.snapshot()
+        # The new service file is valid, but a resource file in the folders it now names is not: the new
+        # service fails to load while the old one is still serving.
+        failing = configuration(admin.main_port)
+        failing["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+        write(admin.root / "resources" / "broken.resource", 'id = "broken"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n')
+        response = await c.put(f"{admin.base}/services/main", json={"configuration": failing})
+        assert response.status_code == 503, response.text
+        assert "previous one keeps serving" in response.json()["error"]["message"]
+        (admin.root / "resources" / "broken.resource").unlink()
+        assert admin.snapshot() == before
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+
+
+async def test_a_changed_service_reloads_under_load_without_a_failed_request(admin: Admin) -> None:
+    import asyncio
+
+    stop = asyncio.Event()
+
+    async def load() -> list[object]:
+        outcomes: list[object] = []
+        async with httpx.AsyncClient(timeout=10) as client:  # keep-alive connections, no retry
+            while not stop.is_set():
+                try:
+                    outcomes.append((await client.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code)
+                except httpx.HTTPError as exc:
+                    outcomes.append(type(exc).__name__)
+        return outcomes
+
+    clients = [asyncio.create_task(load()) for _ in range(4)]
+    async with httpx.AsyncClient(timeout=30) as c:
+        for i in range(3):
+            changed = configuration(admin.main_port, application={"name": "t", "title": f"v{i}", "description": "d"})
+            changed["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            response = await c.put(f"{admin.base}/services/main", json={"configuration": changed})
+            assert response.status_code == 200, response.text
+            assert response.json()["configuration"]["application"]["title"] == f"v{i}"
+            await asyncio.sleep(0.2)
+    stop.set()
+    outcomes = [outcome for task in clients for outcome in await task]
+    failed = [o for o in outcomes if o != 200]
+    assert len(outcomes) > 20 and failed == [], f"{len(outcomes)} requests, failed: {failed[:10]}"
+
+
+async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, plugins: Plugins) -> None:
+    import json
+    import shutil
+
+    admin_port, service_port = free_port(), free_port()
+    make_service(tmp_path, port=service_port)
+    shutil.copy(Path(__file__).parent / "road2" / "log4js-administration.json", tmp_path)
+    path = write(tmp_path / "road2.json", json.dumps({"administration": {
+        "api": {"name": "admin", "version": "1.0.0"},
+        "services": [{"id": "main", "configuration": "./service.toml", "creationType": "sameProcess"}],
+        "network": {"server": {"id": "administrator", "https": "false", "host": "127.0.0.1", "port": str(admin_port)}},
+        "logs": {"configuration": "./log4js-administration.json"},
+    }}))
+    before = path.read_text()
+    admin = Administrator(load_server(path), plugins)
+    await admin.start()
+    try:
+        base = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
+        async with httpx.AsyncClient(timeout=10) as c:
+            refused = await c.post(f"{base}/services", json={"id": "second", "configuration": configuration(free_port())})
+            assert refused.status_code == 409 and "Road2 administration file" in refused.json()["error"]["message"]
+            assert (await c.delete(f"{base}/services/main")).status_code == 409
+            same = configuration(service_port, application={"name": "t", "title": "Changed", "description": "d"})
+            same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            changed = await c.put(f"{base}/services/main", json={"configuration": same})  # the service file itself may change
+            assert changed.status_code == 200, changed.text
+            assert (await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        assert path.read_text() == before
+        assert not (tmp_path / "second.service.toml").exists()
+    finally:
+        await admin.stop()
+
+
+async def test_services_created_and_deleted_while_the_administrator_starts(tmp_path: Path, plugins: Plugins) -> None:
+    import asyncio
+
+    from tests.core.conftest import StraightLineSource
+
+    setup = Admin(tmp_path, plugins)
+    write(tmp_path / "third.toml", (tmp_path / "service.toml").read_text().replace(f"port = {setup.main_port}", f"port = {free_port()}"))
+    setup.path.write_text(setup.path.read_text() + '\n[[services]]\nid = "third"\nconfiguration = "third.toml"\nmode = "same-process"\n')
+    admin = Administrator(load_server(setup.path), plugins)
+    StraightLineSource.gate = asyncio.Event()  # "main" stays starting until the gate opens
+    starting = asyncio.create_task(admin.start())
+    try:
+        async with httpx.AsyncClient(timeout=10) as c:
+            for _ in range(200):
+                try:
+                    await c.get(f"{setup.base}/version")
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.02)
+            empty = configuration(free_port())
+            created = await c.post(f"{setup.base}/services", json={"id": "second", "mode": "same-process", "configuration": empty})
+            assert created.status_code == 201, created.text
+            deleting = asyncio.create_task(c.delete(f"{setup.base}/services/third"))  # not started yet
+            await asyncio.sleep(0.1)
+            StraightLineSource.gate.set()
+            await starting
+            assert (await deleting).status_code == 204
+            health = (await c.get(f"{setup.base}/health")).json()
+            assert sorted(s["id"] for s in health["services"]) == ["main", "second"]
+            assert admin.handles.keys() == {"main", "second"}
+            assert "third" not in setup.path.read_text()
+    finally:
+        StraightLineSource.gate.set()
+        await asyncio.gather(starting, return_exceptions=True)
+        await admin.stop()
