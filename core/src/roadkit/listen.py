@@ -6,17 +6,20 @@ on the same kernel socket (one accept queue), so a restart starts the new worker
 the old ones still serve, and a connection waiting in the queue is taken by whoever accepts next.
 
 :class:`SocketServer` serves an ASGI app on such sockets with hypercorn's HTTP machinery. Its stop
-is a drain: stop accepting, give the connections accepted just before a moment to send their
-request, then close idle keep-alive connections and finish the requests in flight.
+is a drain: stop accepting, answer for a moment with ``Connection: close`` (connections accepted
+just before send their request, keep-alive clients move to the new workers), then close idle
+connections and finish the requests in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,6 +31,7 @@ from hypercorn.utils import wrap_app
 from starlette.types import ASGIApp
 
 from roadkit.config.models import Listener
+from roadkit.servers import Draining
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +96,10 @@ class ListeningSockets:
 
 
 def server_config(listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0) -> Config:
-    """The hypercorn settings of a service's HTTP server (certificate of the first HTTPS listener)."""
-    from roadkit.servers import ACCESS_LOG_FORMAT
+    """The hypercorn settings of a service's HTTP server (certificates are per listener, see SocketServer)."""
+    from roadkit.serving_helpers import ACCESS_LOG_FORMAT
 
     config = Config()
-    secure = [listener for listener in listeners if listener.https]
-    if secure:
-        config.certfile = str(secure[0].certfile)
-        config.keyfile = str(secure[0].keyfile)
     config.accesslog = logging.getLogger("roadkit.access") if access_log else None
     config.access_log_format = ACCESS_LOG_FORMAT
     config.errorlog = logging.getLogger("hypercorn.error")
@@ -112,13 +112,14 @@ def server_config(listeners: Sequence[Listener], *, access_log: bool = False, gr
 class SocketServer:
     """An ASGI app served on already listening sockets (``(listener, socket)`` pairs, sockets dup'ed)."""
 
-    #: How long connections accepted just before a stop get to send their first request.
-    drain_grace = 0.3
+    #: How long a stopping server answers with ``Connection: close`` before it closes idle connections.
+    drain_grace = 0.5
 
     def __init__(self, app: ASGIApp, bound: Sequence[tuple[Listener, socket.socket]], *, access_log: bool = False, graceful_timeout: float = 10.0) -> None:
         self.listeners = [listener for listener, _ in bound]
         self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout)
-        self.app = wrap_app(app, self.config.wsgi_max_body_size, None)  # type: ignore[arg-type]
+        self.draining = Draining(app)
+        self.app = wrap_app(self.draining, self.config.wsgi_max_body_size, None)  # type: ignore[arg-type]
         # Each server gets its own descriptors: closing them on stop leaves the shared socket open.
         # Not sock.dup(): it sets the copy's blocking mode, which is the shared file's, and a blocking
         # accept in a server still running (here or in another worker process) freezes its loop.
@@ -136,7 +137,6 @@ class SocketServer:
         self._lifespan = Lifespan(self.app, self.config, loop, self._state)  # type: ignore[arg-type]
         self._lifespan_task = loop.create_task(self._lifespan.handle_lifespan())
         await self._lifespan.wait_for_startup()
-        ssl_context = self.config.create_ssl_context() if any(listener.https for listener in self.listeners) else None
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
@@ -149,15 +149,26 @@ class SocketServer:
             self._servers.append(
                 await asyncio.start_server(
                     connection, sock=sock, backlog=BACKLOG,
-                    ssl=ssl_context if listener.https else None,
+                    ssl=self._ssl_context(listener),
                     ssl_handshake_timeout=self.config.ssl_handshake_timeout if listener.https else None,
                 )
             )
+
+    def _ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
+        """Each HTTPS listener presents its own certificate (hypercorn's settings, that file)."""
+        if not listener.https:
+            return None
+        config = copy.copy(self.config)
+        config.certfile, config.keyfile = str(listener.certfile), str(listener.keyfile)
+        return config.create_ssl_context()
 
     async def stop(self) -> None:
         """Stop accepting, let just-accepted connections send their request, finish what is in flight."""
         for server in self._servers:
             server.close()
+        # Connections accepted just before get to send their request, and keep-alive clients are told
+        # (Connection: close) to open their next connection elsewhere, before idle connections close.
+        self.draining.draining = True
         if self._servers:
             await asyncio.sleep(self.drain_grace)
         await self._context.terminated.set()
