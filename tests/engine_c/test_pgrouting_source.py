@@ -242,3 +242,41 @@ async def test_search_box_is_widened_until_a_path_is_found(pg_dsn: str, tmp_path
         assert boxes[1][2] - boxes[1][0] > boxes[0][2] - boxes[0][0]
     finally:
         await narrow.disconnect()
+
+
+def test_road2_db_config_and_password_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roadkit.errors import ConfigurationError
+    from roadkit_pgrouting.options import read_database_file
+
+    path = tmp_path / "db.json"
+    path.write_text(json.dumps({"host": "db", "database": "pgrouting", "user": "u", "port": "5433", "max": 3,
+                                "statement_timeout": 20000, "password_env": "RK_TEST_PG_PASSWORD"}))
+    with pytest.raises(ConfigurationError, match="db.json: password_env: the environment variable 'RK_TEST_PG_PASSWORD' is not set"):
+        read_database_file(path)
+    monkeypatch.setenv("RK_TEST_PG_PASSWORD", "s3cret")
+    settings = read_database_file(path)
+    assert (settings.host, settings.port, settings.pool_size, settings.password) == ("db", 5433, 3, "s3cret")
+
+
+def test_road2_json_source_is_read(tmp_path: Path, pg_example: Path) -> None:
+    road2 = {"id": "bduni-pgr", "type": "pgr", "projection": "EPSG:4326", "bbox": "7.3,43.7,7.5,43.8",
+             "storage": {"base": {"dbConfig": str(pg_example / "pgrouting.database.toml"), "schema": "monaco",
+                                  "attributes": [{"key": "name", "column": "name", "default": "true"},
+                                                 {"key": "nature", "column": "highway", "default": "false"}]}},
+             "costs": [{"profile": "car", "optimization": "fastest", "costType": "time", "costColumn": "cost_s_car",
+                        "rcostColumn": "reverse_cost_s_car"}]}
+    (tmp_path / "x.source").write_text(json.dumps(road2))
+    source = PgRoutingSource.from_config(read_source(tmp_path / "x.source"))
+    assert source.kind == "pgrouting"
+    assert [(a.key, a.column, a.default) for a in source.options.storage.attributes] == [("name", "name", True), ("nature", "highway", False)]
+    assert source.resolve_cost(Cost("car", cost_type="time")).cost_column == "cost_s_car"
+
+
+def test_column_names_must_be_identifiers(tmp_path: Path, pg_example: Path) -> None:
+    from roadkit.errors import ConfigurationError
+
+    text = source_file(pg_example).read_text().replace('cost_column = "cost_s_car"', 'cost_column = "cost_s_car; DROP TABLE x"')
+    text = text.replace('"../pgrouting.database.toml"', json.dumps(str(pg_example / "pgrouting.database.toml")))
+    (tmp_path / "bad.source").write_text(text)
+    with pytest.raises(ConfigurationError, match=r"costs\[0\]\.cost_column: expected an SQL identifier"):
+        PgRoutingSource.from_config(read_source(tmp_path / "bad.source"))
