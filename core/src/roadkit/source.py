@@ -190,10 +190,16 @@ class Source:
         """How many engine calls may run at once (override for engines that release the GIL)."""
         return 4
 
-    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking engine call off the event loop, bounded by the source's time-out."""
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, bounded: bool = True) -> T:
+        """Run a blocking engine call off the event loop, bounded by the source's time-out.
+
+        ``bounded=False`` for work that is no request, such as loading the engine's data at
+        connection: the time-out is a request's, and a large dataset may take far longer to load.
+        """
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor(), fn, *args)
+        if not bounded:
+            return await future
         try:
             return await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
