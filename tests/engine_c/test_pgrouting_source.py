@@ -251,7 +251,7 @@ def test_road2_db_config_and_password_from_the_environment(tmp_path: Path, monke
     path = tmp_path / "db.json"
     path.write_text(json.dumps({"host": "db", "database": "pgrouting", "user": "u", "port": "5433", "max": 3,
                                 "statement_timeout": 20000, "password_env": "RK_TEST_PG_PASSWORD"}))
-    with pytest.raises(ConfigurationError, match="db.json: password_env: the environment variable 'RK_TEST_PG_PASSWORD' is not set"):
+    with pytest.raises(ConfigurationError, match=r"db\.json: password_env: the environment variable 'RK_TEST_PG_PASSWORD' is not set"):
         read_database_file(path)
     monkeypatch.setenv("RK_TEST_PG_PASSWORD", "s3cret")
     settings = read_database_file(path)
