@@ -308,9 +308,11 @@ def _mutate(rng: random.Random, text: str) -> str:
 def generate(service: str, rng: random.Random) -> str:
     """One OSRM URL for ``service`` (``/{service}/v1/driving/...``), valid or not."""
     if service == "tile":
-        x, y = 17059 + rng.randint(-2, 2), 11948 + rng.randint(-2, 2)
-        path = rng.choice([f"tile({x},{y},15)", f"tile({x // 2},{y // 2},14)", f"tile({x},{y},{rng.randint(0, 11)})", f"tile({x},{y})", f"tile({x},{y},15)"])
-        suffix = rng.choice([".mvt", ".mvt", ".mvt", ".png", ""])
+        z = rng.choice([12, 13, 14, 15, 16, 17, 18, rng.randint(0, 11), 25])
+        # Monaco is tile (17059, 11948) at zoom 15
+        x, y = (17059 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1), (11948 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1)
+        path = pick(rng, [f"tile({x},{y},{z})"], [f"tile({x},{y})", f"tile({x},-{y},{z})", f"tile({x}, {y},{z})", f"tile({x},{y},{z}"], 0.15)
+        suffix = pick(rng, [".mvt"], [".png", "", ".mvt?x=1"], 0.1)
         return f"/tile/v1/driving/{path}{suffix}"
     limit = {"route": 12, "nearest": 3, "table": 7, "trip": 6, "match": 9}[service]
     minimum = 1 if service == "nearest" else 2
