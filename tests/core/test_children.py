@@ -40,6 +40,7 @@ class Example:
         lines = "\n".join(f"{key} = {value}" for key, value in settings.items())
         (root / "server.toml").write_text(
             f'[administrator]\ncors = "cors.toml"\n[administrator.listener]\nport = {self.admin_port}\n'
+            '[administrator.logging]\nfile = "roadkit.log"\n'
             f'[[services]]\nid = "main"\nconfiguration = "service.toml"\n{lines}\n'
             '[services.backoff]\ninitial = 0.2\nmax = 1.0\n'
         )
@@ -196,6 +197,23 @@ async def test_concurrent_restart_requests_are_merged(running: tuple[Example, Ad
     assert not set(before) & set(pids(admin))
     assert all(gone(pid) for pid in before)
     assert await green(client, example)
+    # The old workers disconnected their sources when they stopped (workers log to the administrator's file too).
+    logged = (example.root / "roadkit.log").read_text()
+    assert all(f"pid {pid}]: worker stopped: HTTP server drained, sources disconnected" in logged for pid in before), logged[-2000:]
+
+
+async def test_a_worker_that_does_not_answer_is_unknown_and_counts_as_red(running: tuple[Example, Administrator, httpx.AsyncClient]) -> None:
+    example, admin, client = running
+    frozen = pids(admin)[1]
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        body = await health(client, example)
+        assert body["state"] == "red"
+        service = body["services"][0]
+        assert service["state"] == "unknown" and service["reason"] == f"worker 1 (pid {frozen}): no answer within 1 s"
+    finally:
+        os.kill(frozen, signal.SIGCONT)
+    await wait_for(lambda: green(client, example), timeout=10)
 
 
 async def test_restarts_under_load_lose_no_request(running: tuple[Example, Administrator, httpx.AsyncClient]) -> None:
