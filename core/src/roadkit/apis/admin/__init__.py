@@ -107,6 +107,6 @@ def create_admin_app(admin: Administrator) -> Starlette:
         routes=[Route("/", root), Mount(PREFIX, routes=routes)],
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
-    app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi",))
+    app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi", f"{PREFIX}/openapi.json"))
     app.add_middleware(SecurityHeaders)
     return app
