@@ -28,7 +28,7 @@ from tests.core.conftest import free_port
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 #: Examples per operation and phase; the whole module takes about a minute on a shared 2-core machine.
-MAX_EXAMPLES = 30
+MAX_EXAMPLES = 20
 SEED = 20261123
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from roadkit import __version__
-from roadkit.apis.simple.openapi_exact import request_schema
+from roadkit.apis.simple.openapi_exact import Shared, request_schema
 from roadkit.operations import DESCRIPTIONS, OPERATIONS
 
 if TYPE_CHECKING:
@@ -141,6 +141,7 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
     }
     schemas = {"route": "RouteResponse", "isochrone": "IsochroneResponse", "nearest": "NearestResponse"}
     resources = list(service.resources.values())
+    shared = Shared()
     for op in OPERATIONS:
         if not any(op in r.operations for r in resources):
             continue  # no resource offers it: the path answers 400 operation_not_permitted, not documented
@@ -152,7 +153,7 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
                 "parameters": [{
                     "name": "parameters", "in": "query", "style": "form", "explode": True, "required": True,
                     "description": "Every parameter is its own query parameter (?resource=...&start=...); values as text.",
-                    "schema": request_schema(service, op, resources, post=False),
+                    "schema": request_schema(service, op, resources, post=False, shared=shared),
                 }],
                 "responses": _responses(schemas[op]),
             },
@@ -160,7 +161,7 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
                 "operationId": f"{op}-post",
                 "summary": DESCRIPTIONS[op] + " Parameters in a JSON body; scalars may be JSON strings or native values.",
                 "description": _descriptions(op),
-                "requestBody": {"required": True, "content": {"application/json": {"schema": request_schema(service, op, resources, post=True)}}},
+                "requestBody": {"required": True, "content": {"application/json": {"schema": request_schema(service, op, resources, post=True, shared=shared)}}},
                 "responses": _responses(schemas[op]),
             },
         }
@@ -170,5 +171,5 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
         "info": {"title": f"{app.title} — simple API", "version": "1.0.0", "description": app.description, "x-roadkit-version": __version__},
         "servers": [{"url": base}],
         "paths": paths,
-        "components": {"schemas": SCHEMAS},
+        "components": {"schemas": {**SCHEMAS, **shared.schemas}},
     }

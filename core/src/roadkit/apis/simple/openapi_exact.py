@@ -303,8 +303,28 @@ def _costs(resource: Resource, op: str) -> list[tuple[str, str, str, Any]]:
     return []
 
 
-def variants(service: Service, resource: Resource, op: str, *, post: bool) -> list[dict[str, Any]]:
+class Shared:
+    """Schemas used by several variants, kept once under ``components/schemas`` and referenced."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, dict[str, Any]] = {}
+        self._names: dict[str, str] = {}
+
+    def ref(self, schema: dict[str, Any], hint: str) -> dict[str, Any]:
+        text = json.dumps(schema, sort_keys=True)
+        if len(text) < 120:
+            return schema
+        name = self._names.get(text)
+        if name is None:
+            name = f"{hint}-{len(self._names) + 1}"
+            self._names[text] = name
+            self.schemas[name] = schema
+        return {"$ref": f"#/components/schemas/{name}"}
+
+
+def variants(service: Service, resource: Resource, op: str, *, post: bool, shared: Shared | None = None) -> list[dict[str, Any]]:
     """The object schemas of ``op`` on ``resource``: one per request CRS and cost."""
+    shared = shared or Shared()
     operation = resource.operations[op]
     specs = {spec.name: spec for spec in OPERATIONS[op]}
     crs_param = operation.parameters.get("crs")
@@ -347,6 +367,7 @@ def variants(service: Service, resource: Resource, op: str, *, post: bool) -> li
                 continue
             if name == "date_time":
                 schema = {"allOf": [schema, {"pattern": DATE_TIME_PATTERN}]}
+            schema = shared.ref(schema, f"{'post' if post else 'get'}-{name}")
             if spec.required and param.default() is None:
                 required.append(name)
             else:
@@ -357,9 +378,9 @@ def variants(service: Service, resource: Resource, op: str, *, post: bool) -> li
     return found
 
 
-def request_schema(service: Service, op: str, resources: Iterable[Resource], *, post: bool) -> dict[str, Any]:
-    """One schema for ``op``: any variant of any resource offering it."""
-    every = [v for r in resources if op in r.operations for v in variants(service, r, op, post=post)]
+def request_schema(service: Service, op: str, resources: Iterable[Resource], *, post: bool, shared: Shared | None = None) -> dict[str, Any]:
+    """One schema for ``op``: any variant of any resource offering it (big parts kept in ``shared``)."""
+    every = [v for r in resources if op in r.operations for v in variants(service, r, op, post=post, shared=shared)]
     schema: dict[str, Any] = {"type": "object", "anyOf": every} if every else {"type": "object", "not": {}}
     if not post:
         # Other query parameters are ignored, each given once: an array would repeat its key (refused).
@@ -367,4 +388,4 @@ def request_schema(service: Service, op: str, resources: Iterable[Resource], *, 
     return schema
 
 
-__all__ = ["DATE_TIME_PATTERN", "decimal_pattern", "inner_box", "request_schema", "variants"]
+__all__ = ["DATE_TIME_PATTERN", "Shared", "decimal_pattern", "inner_box", "request_schema", "variants"]
