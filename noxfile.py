@@ -74,6 +74,7 @@ def lint(session: nox.Session) -> None:
         "core/src/roadkit",
         "plugins/engine_a/src/roadkit_osrm",
         "plugins/engine_b/src/roadkit_valhalla",
+        "plugins/engine_c/src/roadkit_pgrouting",
         "apps/deviam/src/roadkit_deviam",
         "apps/client/src/roadkit_client",
     )

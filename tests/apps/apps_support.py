@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from roadkit.pgcluster import private_cluster
 from roadkit.servers import ServerThread, bound_socket
 from roadkit_deviam import create_app
 from roadkit_deviam.testing import iam_test_config
@@ -69,46 +64,11 @@ def http() -> Iterator[httpx.Client]:
         yield client
 
 
-def _pg_bindir() -> Path:
-    try:
-        out = subprocess.run(["pg_config", "--bindir"], check=True, capture_output=True, text=True).stdout.strip()
-        if (Path(out) / "initdb").exists():
-            return Path(out)
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return Path("/usr/lib/postgresql/15/bin")
-
-
-def _as_postgres(args: list[str]) -> list[str]:
-    # initdb refuses to run as root: drop to the postgres user when we are root.
-    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
-    """A private PostgreSQL cluster (initdb in a temporary folder, a free port); yields a DSN."""
-    bindir = _pg_bindir()
-    tmp = Path(tempfile.mkdtemp(prefix="roadkit-pg-"))
-    data = tmp / "data"
-    if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres", "postgres")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                                 "-E", "UTF8", "--no-sync"]), check=True, capture_output=True)
-    subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(tmp / "pg.log"), "-w", "-t", "60",
-                                 "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off", "start"]),
-                   check=True, capture_output=True)
-    try:
-        subprocess.run(_as_postgres([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-                                     "roadkit"]), check=True, capture_output=True)
-        yield f"postgresql://postgres@127.0.0.1:{port}/roadkit"
-    finally:
-        subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                       capture_output=True)
-        time.sleep(0.1)
-        shutil.rmtree(tmp, ignore_errors=True)
+    """A private PostgreSQL cluster (``roadkit.pgcluster``: initdb in a temporary folder, a free port); yields a DSN."""
+    with private_cluster() as cluster:
+        yield cluster.create_database("roadkit")
 
 
 class FakeClock:

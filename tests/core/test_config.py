@@ -84,7 +84,7 @@ def test_source_file_errors(tmp_path: Path, text: str, expected: str) -> None:
 
 def test_duplicate_source_ids_are_reported(tmp_path: Path) -> None:
     write(tmp_path / "a.source", SOURCE.format(id="same"))
-    write(tmp_path / "b.source", SOURCE.format(id="same"))
+    write(tmp_path / "b.source", SOURCE.format(id="same") + 'description = "another definition"\n')  # identical ones are accepted (test_road2_files)
     _, problems = read_sources([tmp_path])
     assert len(problems) == 1 and "already defined" in problems[0]
 
@@ -135,3 +135,17 @@ def test_cors_file_accepts_road2_options_and_rejects_unknown_ones(tmp_path: Path
     assert load_cors(write(tmp_path / "cors.json", '{"origin": "*", "methods": "GET,POST"}'))["allow_methods"] == ["GET", "POST"]
     problems = problems_of(load_cors, write(tmp_path / "bad.toml", 'origins = 3\nwhatever = true\n'))
     assert len(problems) == 2
+
+
+def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path) -> None:
+    from roadkit.config.convert import structure
+    from roadkit.config.loader import _ServiceFile
+
+    application = {"name": "a", "title": "b", "description": "c"}
+    with pytest.raises(ConfigurationError) as string:
+        structure({"application": application | {"keywords": "routing"}}, _ServiceFile, "service.toml")
+    assert string.value.problems == ["service.toml: application.keywords: expected a list, got 'routing'"]
+    with pytest.raises(ConfigurationError) as table:
+        structure({"application": application, "listeners": {"port": 8080}}, _ServiceFile, "service.toml")
+    assert table.value.problems == ["service.toml: listeners: expected a list, got {'port': 8080}"]
+    assert structure({"application": application | {"keywords": ["routing"]}}, _ServiceFile, "service.toml").application.keywords == ("routing",)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from roadkit import hookimpl
 from roadkit.administrator import Administrator
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
-from tests.core.conftest import StraightLineSource, free_port, make_service, write
+from roadkit.source import Source
+from tests.core.conftest import StraightLineSource, TestPlugin, free_port, make_service, write
 
 SOURCE_A = {"id": "a", "type": "straightline", "profiles": ["car"]}
 RESOURCE = {
@@ -273,3 +275,34 @@ async def test_the_admin_openapi_document_covers_every_write_endpoint(running: R
             ("/services/{service}/sources/{source}", "put"), ("/services/{service}/resources/{resource}", "delete")} <= documented
     viewer = await running.client.get(f"{running.admin}/openapi")
     assert viewer.status_code == 200 and "openapi.json" in viewer.text
+
+
+class RemoteLineSource(StraightLineSource):
+    """A remote kind that serves the straightline kind's resources (as osrm-http serves osrm's)."""
+
+    kind = "remoteline"
+    resource_type = "straightline"
+
+
+class RemotePlugin:
+    @hookimpl
+    def roadkit_source_kinds(self) -> Sequence[type[Source]]:
+        return [RemoteLineSource]
+
+
+async def test_a_remote_kind_serves_its_engine_types_resources(tmp_path: Path, plugins: Plugins) -> None:
+    plugins = Plugins.create(load_entry_points=False, extra_plugins=[TestPlugin(), RemotePlugin()])
+    admin_port, service_port = free_port(), free_port()
+    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient() as c:
+            base = f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main"
+            assert (await c.put(f"{base}/sources/a", json=SOURCE_A | {"type": "remoteline"})).status_code == 201
+            created = await c.put(f"{base}/resources/lines", json=RESOURCE)
+            assert created.status_code == 201, created.text
+            assert (await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+            still = await c.put(f"{base}/sources/a", json=SOURCE_A | {"type": "remoteline", "profiles": ["car", "bike"]})
+            assert still.status_code == 200, still.text
+    finally:
+        await admin.stop()

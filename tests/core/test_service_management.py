@@ -143,6 +143,10 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         for body in ({"id": "../x", "configuration": configuration(free_port())}, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
             assert (await c.post(f"{admin.base}/services", json=body)).status_code == 400, body
 
+        nulls = await c.put(f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())})
+        assert nulls.status_code == 400
+        assert f"{admin.root / 'service.toml'}: mode: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        assert f"{admin.root / 'service.toml'}: workers.n: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
         modify = await c.put(f"{admin.base}/services/main", json={"id": "other", "configuration": configuration(free_port(), listeners="x")})
         assert modify.status_code == 400
         assert f"{admin.root / 'service.toml'}: id: expected 'main' (the id in the URL), got 'other'" in modify.json()["error"]["message"]
@@ -166,3 +170,33 @@ async def test_a_change_the_service_cannot_start_with_keeps_the_previous_one(adm
         (admin.root / "resources" / "broken.resource").unlink()
         assert admin.snapshot() == before
         assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+
+
+async def test_a_changed_service_reloads_under_load_without_a_failed_request(admin: Admin) -> None:
+    import asyncio
+
+    stop = asyncio.Event()
+
+    async def load() -> list[object]:
+        outcomes: list[object] = []
+        async with httpx.AsyncClient(timeout=10) as client:  # keep-alive connections, no retry
+            while not stop.is_set():
+                try:
+                    outcomes.append((await client.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code)
+                except httpx.HTTPError as exc:
+                    outcomes.append(type(exc).__name__)
+        return outcomes
+
+    clients = [asyncio.create_task(load()) for _ in range(4)]
+    async with httpx.AsyncClient(timeout=30) as c:
+        for i in range(3):
+            changed = configuration(admin.main_port, application={"name": "t", "title": f"v{i}", "description": "d"})
+            changed["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            response = await c.put(f"{admin.base}/services/main", json={"configuration": changed})
+            assert response.status_code == 200, response.text
+            assert response.json()["configuration"]["application"]["title"] == f"v{i}"
+            await asyncio.sleep(0.2)
+    stop.set()
+    outcomes = [outcome for task in clients for outcome in await task]
+    failed = [o for o in outcomes if o != 200]
+    assert len(outcomes) > 20 and failed == [], f"{len(outcomes)} requests, failed: {failed[:10]}"

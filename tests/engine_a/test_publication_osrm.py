@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -76,6 +77,26 @@ mode = "same-process"
             assert body["profile"] == "car" and 500 < body["distance"] < 5000
             health = (await client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")).json()
             assert health["services"][0]["sources"] == [{"id": "osrm-car", "type": "osrm", "state": "green"}]
+
+            # Replaced again and again under load: no request fails, none waits for a restart.
+            async def load(stop: asyncio.Event) -> list[int]:
+                statuses = []
+                while not stop.is_set():
+                    answer = await client.get(route_url, params={"resource": "monaco", "start": START, "end": END})
+                    statuses.append(answer.status_code)
+                return statuses
+
+            stop = asyncio.Event()
+            clients = [asyncio.create_task(load(stop)) for _ in range(4)]
+            for i in range(5):
+                assert (await client.put(f"{base}/sources/osrm-car", json=source | {"description": f"v{i}"})).status_code == 200
+                await asyncio.sleep(0.1)
+                assert (await client.put(f"{base}/resources/monaco", json=resource | {"description": f"v{i}"})).status_code == 200
+                await asyncio.sleep(0.1)
+            stop.set()
+            statuses = [status for task in clients for status in await task]
+            assert len(statuses) >= 20 and set(statuses) == {200}, f"{len(statuses)} requests, {sum(s != 200 for s in statuses)} failed"
+            print(f"publication under load: {len(statuses)} requests, 0 failed")
 
             assert (await client.delete(f"{base}/resources/monaco")).status_code == 204
             assert (await client.get(route_url, params={"resource": "monaco", "start": START, "end": END})).status_code == 400

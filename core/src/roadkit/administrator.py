@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from roadkit.app import create_app
+from roadkit.auth.admin import Authenticator
 from roadkit.config import ManagedService, ServerConfig, load_server, load_service
 from roadkit.config.files import read_document
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
@@ -22,6 +23,10 @@ from roadkit.servers import Server
 from roadkit.service import Service
 
 log = logging.getLogger(__name__)
+
+
+#: How long a replaced server answers with ``Connection: close`` before it stops (same-process reload).
+DRAIN_SECONDS = 0.5
 
 
 class ServiceHandle(Protocol):
@@ -113,25 +118,28 @@ class InProcessService:
                 reason = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
                 raise RoadkitError(f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {reason}", code="reload_failed", status=503) from None
             old_service, old_server = self.service, self.server
-            if old_server is not None:
-                await old_server.stop()  # finishes the requests in flight
-            self.server = None
+            # The new server accepts on the old server's very sockets (where the addresses stay), then
+            # the old one stops accepting and finishes its requests: no moment without a listener.
+            handed = old_server.hand_over() if old_server is not None else {}
+            wanted = {listener.bind for listener in config.listeners}
+            server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log,
+                            sockets={bind: sock for bind, sock in handed.items() if bind in wanted})
             try:
-                server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log)
                 await server.start()
             except Exception as exc:
+                for bind in handed:
+                    server.sockets.pop(bind, None)
+                await server.stop()
                 await service.stop()
-                reason = f"{type(exc).__name__}: {exc}"
-                try:  # back to the previous configuration on its own listeners
-                    self.server = Server(create_app(old_service, manage_lifecycle=False), old_service.config.listeners, access_log=self.access_log)
-                    await self.server.start()
-                except Exception:
-                    self.server = None
-                    self.lifecycle, self.error = "failed", reason
-                    await old_service.stop(final_state="failed")
-                    log.error("service %s failed to restart:\n%s", self.id, reason)
-                raise RoadkitError(f"Service {self.id} can't listen with its new configuration: {reason}", code="reload_failed", status=503) from None
+                if old_server is not None:
+                    old_server.sockets.update(handed)
+                raise RoadkitError(f"Service {self.id} can't listen with its new configuration; the previous one keeps serving: {type(exc).__name__}: {exc}", code="reload_failed", status=503) from None
             self.service, self.server = service, server
+            if old_server is not None:
+                await old_server.drain(DRAIN_SECONDS)  # keep-alive clients move over, requests in flight finish
+            for bind, sock in handed.items():
+                if bind not in wanted:
+                    sock.close()
             await old_service.stop()
             log.info("service %s reloaded, listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
 
@@ -203,6 +211,7 @@ class Administrator:
         self.server: Server | None = None
         #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
         self.writes = asyncio.Lock()
+        self.authenticator = Authenticator(config.administrator.auth)
 
     def new_handle(self, managed: ManagedService) -> ServiceHandle:
         """The handle that runs ``managed`` (the one place that picks where a service runs)."""
@@ -245,6 +254,7 @@ class Administrator:
             await handle.stop()
         if self.server is not None:
             await self.server.stop()
+        await self.authenticator.close()
 
 
 def _configure_logging(config: ServerConfig, level: str | None) -> None:

@@ -30,7 +30,7 @@ def _service_files(path: Path) -> list[tuple[str, Path, Path | None]]:
     from roadkit.config.files import read_document
 
     data = read_document(path)
-    if "administrator" in data or "services" in data:
+    if "administrator" in data or "services" in data or "administration" in data:
         server = load_server(path)
         return [(s.id, s.configuration, server.administrator.cors) for s in server.services]
     return [("main", path.resolve(), None)]
@@ -56,6 +56,7 @@ def _check(args: argparse.Namespace) -> int:
         except ConfigurationError as exc:
             problems.extend(exc.problems)
             continue
+        problems.extend(service.check_resources())
         for source in service.sources.values():
             for data in type(source).data_paths(source.config, source.options):
                 if not data.exists():
@@ -87,6 +88,16 @@ def _prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _admin_token(args: argparse.Namespace) -> int:
+    from roadkit.auth.tokens import add_token
+
+    token = add_token(args.file, args.name)
+    print(f"roadkit admin-token: token {args.name!r} added to {args.file} (only its salted hash is stored).", file=sys.stderr)
+    print("Use it as 'Authorization: Bearer <token>'; it is shown this once:", file=sys.stderr)
+    print(token)
+    return 0
+
+
 def core_commands() -> list[Command]:
     """The commands core contributes through its default plugin."""
 
@@ -102,7 +113,12 @@ def core_commands() -> list[Command]:
         parser.add_argument("--source", action="append", help="only this source id (repeatable)")
         parser.add_argument("--force", action="store_true", help="rebuild even when the data exists")
 
+    def token_args(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("name", help="who or what uses the token (shown in the admin log)")
+        parser.add_argument("--file", type=Path, required=True, help="the tokens file named by administrator.auth.tokens_file")
+
     return [
+        Command("admin-token", "Create an admin API token; its salted hash is appended to the tokens file.", token_args, _admin_token),
         Command("serve", "Start the administrator and its services.", serve_args, _serve),
         Command("check", "Check a configuration without starting anything.", config_arg, _check),
         Command("prepare", "Build the data of every source that lacks it.", prepare_args, _prepare),

@@ -39,6 +39,15 @@ class Plan:
     folders: tuple[Path, ...]
 
 
+def _without_nulls(value: Any) -> Any:
+    # Nulls are already reported as problems; the server-file editor must still be able to hold the rest.
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value if v is not None]
+    return value
+
+
 def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
     if not isinstance(body, dict):
         raise BadRequest(f"Invalid request body: expected a JSON object with id, mode, workers and configuration, got {type(body).__name__}", code="invalid_body")
@@ -138,7 +147,7 @@ class Management:
         if service_file.exists():
             raise Conflict(f"Service file {service_file} already exists (not used by any service): remove or rename it first")
         problems = [p.replace(where, str(service_file), 1) for p in problems]
-        entry = {"id": sid, "configuration": service_file.name} | {k: data[k] for k in ENTRY_KEYS if k in data}
+        entry = {"id": sid, "configuration": service_file.name} | {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
         editor = ServerFileEditor(self.config.path)
         editor.add_service(entry)
         plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
@@ -156,7 +165,7 @@ class Management:
         data, problems = _body(body, str(service_file))
         if "id" in data and data["id"] != sid:
             problems.append(f"{service_file}: id: expected {sid!r} (the id in the URL), got {data['id']!r}")
-        changes = {k: data[k] for k in ENTRY_KEYS if k in data}
+        changes = {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
         editor = ServerFileEditor(self.config.path)
         if changes:
             editor.update_service(sid, changes)

@@ -44,7 +44,11 @@ class ProjectionRegistry:
         problems: list[str] = []
         if not folder.is_dir():
             raise ConfigurationError([f"{folder}: expected a folder of projection files"])
-        for path in sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in {".toml", ".json"}):
+        # Every file, whatever its name, as Road2 reads them (hidden files and editor backups aside).
+        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and not p.name.endswith("~"))
+        if not files:
+            problems.append(f"{folder}: expected at least one projection file, found none")
+        for path in files:
             try:
                 data = read_document(path)
             except ConfigurationError as exc:

@@ -131,8 +131,9 @@ class ServiceFiles:
                 cls.from_config(config)
             except ConfigurationError as exc:
                 problems.extend(exc.problems)
+        serves = {config.type} | ({cls.resource_type} if cls is not None and cls.resource_type else set())
         for resource in self._configs("resource"):
-            if sid in resource.sources and resource.type != config.type:
+            if sid in resource.sources and resource.type not in serves:
                 problems.append(f"{path}: type: resource {resource.id!r} of type {resource.type!r} uses this source ({resource.path})")
         if problems:
             raise ConfigurationError(problems)
@@ -168,11 +169,15 @@ class ServiceFiles:
             raise ConfigurationError(problems)
         config: ResourceConfig = parse_resource(data, path)
         declared: dict[str, SourceConfig] = {c.id: c for c in self._configs("source")}
+        kinds = self.plugins.source_kinds()
         for i, sid in enumerate(config.sources):
             source = declared.get(sid)
             if source is None:
                 problems.append(f"{path}: sources[{i}]: unknown source {sid!r} (sources of the service: {', '.join(sorted(declared)) or 'none'}; publish it first)")
-            elif source.type != config.type:
+                continue
+            cls = kinds.get(source.type)
+            # A remote kind (osrm-http...) serves the resources of its engine's type (osrm...).
+            if config.type not in (source.type, cls.resource_type if cls is not None else None):
                 problems.append(f"{path}: sources[{i}]: source {sid!r} is of type {source.type!r}, not {config.type!r}")
         projections = self._projections(problems)
         if not problems and projections is not None:

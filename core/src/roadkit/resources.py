@@ -113,7 +113,7 @@ def build_resource(
         source = available.get(sid)
         if source is None:
             log.warning("%s: sources: source %r is unknown or unavailable; left out of resource %r", config.path, sid, config.id)
-        elif source.kind != config.type:
+        elif config.type not in (source.kind, type(source).resource_type):
             log.warning("%s: sources: source %r is of type %r, not %r; left out", config.path, sid, source.kind, config.type)
         else:
             sources.append(source)

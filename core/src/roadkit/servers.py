@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -17,7 +18,7 @@ from typing import Any
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from roadkit.config.models import Listener
 
@@ -44,33 +45,82 @@ def hypercorn_config(listeners: Sequence[Listener], *, access_log: bool = False,
     return config
 
 
+class Draining:
+    """ASGI wrapper: once ``draining`` is set, every response asks the client to close its connection.
+
+    A server being replaced answers its keep-alive clients this way for a moment before it stops, so
+    that they open their next connection to the new server instead of sending a request on a
+    connection the old one is closing.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.draining = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.draining:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, send_closing)
+
+
 class Server:
     """One hypercorn server for an app; ``start`` returns once every listener accepts connections."""
 
-    def __init__(self, app: ASGIApp, listeners: Sequence[Listener], *, access_log: bool = False, startup_timeout: float = 120.0) -> None:
-        self.app = app
+    def __init__(
+        self,
+        app: ASGIApp,
+        listeners: Sequence[Listener],
+        *,
+        access_log: bool = False,
+        startup_timeout: float = 120.0,
+        sockets: dict[str, socket.socket] | None = None,
+    ) -> None:
+        self.app = Draining(app)
         self.listeners = list(listeners)
         self.config = hypercorn_config(self.listeners, access_log=access_log, startup_timeout=startup_timeout)
         self._shutdown = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        #: The listening sockets by bind address, kept by roadkit (hypercorn serves on duplicates), so
+        #: that a replacing server can accept on the very same sockets: no moment without a listener.
+        self.sockets: dict[str, socket.socket] = dict(sockets or {})
 
     def _bind(self) -> None:
         """Bind every listener now, so that a port in use is an immediate OSError naming it."""
         plain: list[str] = []
         secure: list[str] = []
+        duplicates: list[int] = []
         for listener in self.listeners:
-            family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((listener.host, listener.port))
-            except OSError as exc:
-                sock.close()
-                raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
-            # hypercorn takes the socket over (and closes it when it stops).
-            (secure if listener.https else plain).append(f"fd://{sock.detach()}")
+            sock = self.sockets.get(listener.bind)
+            if sock is None:
+                family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind((listener.host, listener.port))
+                except OSError as exc:
+                    sock.close()
+                    for fd in duplicates:
+                        os.close(fd)
+                    raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
+                self.sockets[listener.bind] = sock
+            # hypercorn closes its duplicate when it stops; this server closes the original in stop().
+            duplicates.append(os.dup(sock.fileno()))
+            (secure if listener.https else plain).append(f"fd://{duplicates[-1]}")
         self.config.bind = secure or plain
         self.config.insecure_bind = plain if secure else []
+
+    def hand_over(self) -> dict[str, socket.socket]:
+        """Give the listening sockets to the server that replaces this one; ``stop`` then leaves them open."""
+        sockets, self.sockets = self.sockets, {}
+        return sockets
 
     async def start(self, timeout: float = 120.0) -> None:
         """Bind, serve in the background, and return once every listener accepts connections."""
@@ -89,6 +139,12 @@ class Server:
                     raise TimeoutError(f"server on {listener.bind} not ready after {timeout:g} s")
                 await asyncio.sleep(0.05)
 
+    async def drain(self, seconds: float) -> None:
+        """For ``seconds``, answer every request with ``Connection: close``; then stop."""
+        self.app.draining = True
+        await asyncio.sleep(seconds)
+        await self.stop()
+
     async def stop(self) -> None:
         """Stop accepting, finish the requests in flight, run the app's shutdown."""
         self._shutdown.set()
@@ -98,6 +154,9 @@ class Server:
             except Exception:
                 log.exception("server stopped with an error")
             self.task = None
+        for sock in self.sockets.values():
+            sock.close()
+        self.sockets = {}
 
 
 async def _accepts(listener: Listener) -> bool:

@@ -74,6 +74,17 @@ class Service:
         self.sources = sources
         self._resource_configs = resources
 
+    def check_resources(self) -> list[str]:
+        """Every problem building the resources would raise at start, found without connecting an engine.
+
+        Each resource is built against every loaded source as if it had connected (``roadkit check``);
+        what only a connected engine can tell (which bans a dataset applies) is left to the start.
+        """
+        problems: list[str] = []
+        for config in self._resource_configs:
+            problems.extend(build_resource(config, self.sources, self.projections)[1])
+        return problems
+
     def _build_source(self, config: SourceConfig) -> Source | None:
         """A source (not connected) from its file; None, with a warning, when no plugin provides its kind."""
         kinds = self.plugins.source_kinds()

@@ -59,6 +59,9 @@ class Source:
     """Base class of every source kind."""
 
     kind: ClassVar[str] = ""
+    #: The resource type whose resources may hold this kind's sources (None: the kind itself).
+    #: A remote kind such as ``osrm-http`` serves ``osrm`` resources beside in-process sources.
+    resource_type: ClassVar[str | None] = None
     options_class: ClassVar[type | None] = None
     operations: ClassVar[frozenset[str]] = frozenset()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections.abc
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +27,34 @@ def _strict(kind: type) -> Any:
     return hook
 
 
-def make_converter() -> cattrs.Converter:
-    """A converter that never coerces (``3`` is not a string) and refuses unknown keys."""
+_SEQUENCES: tuple[Any, ...] = (tuple, list, set, frozenset, collections.abc.Sequence, collections.abc.Set)
+
+
+def _strict_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
     converter.register_structure_hook(Path, lambda v, _: Path(_strict(str)(v, str)))
+    return converter
+
+
+def make_converter() -> cattrs.Converter:
+    """A converter that never coerces (``3`` is not a string, ``"car"`` is not a list) and refuses unknown keys."""
+    converter = _strict_converter()
+    # cattrs would iterate a string into its characters (and a table into its keys): a list is required.
+    elements = _strict_converter()
+
+    def sequence_hook(cls: Any) -> Any:
+        structure_items = elements.get_structure_hook(cls)
+
+        def hook(value: Any, _: Any) -> Any:
+            if isinstance(value, str | bytes | dict):
+                raise TypeError("expected a list")
+            return structure_items(value, cls)
+
+        return hook
+
+    converter.register_structure_hook_factory(lambda cls: typing.get_origin(cls) in _SEQUENCES, sequence_hook)
     return converter
 
 

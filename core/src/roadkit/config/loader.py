@@ -17,6 +17,7 @@ import attrs
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (
+    AdminAuth,
     AdministratorConfig,
     ApiRef,
     ApplicationInfo,
@@ -28,6 +29,14 @@ from roadkit.config.models import (
     ServerConfig,
     ServiceConfig,
     SourceConfig,
+)
+from roadkit.config.road2 import (
+    application_info,
+    from_road2_server,
+    from_road2_service,
+    is_road2_server,
+    is_road2_service,
+    road2_server_key,
 )
 from roadkit.errors import ConfigurationError
 
@@ -64,6 +73,15 @@ def load_server(path: Path | str) -> ServerConfig:
 
 def parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     """A server document that belongs at ``path`` (the admin API checks a changed one before writing it)."""
+    if not is_road2_server(data):
+        return _parse_server(data, path)
+    try:
+        return _parse_server(from_road2_server(data, path), path)
+    except ConfigurationError as exc:  # problems found after the translation name Road2's keys
+        raise ConfigurationError([road2_server_key(problem, path) for problem in exc.problems]) from None
+
+
+def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     problems: list[str] = []
     data = dict(data)
     admin_data = data.pop("administrator", {})
@@ -98,13 +116,44 @@ def parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     logging_config = admin.logging
     if logging_config.file is not None:
         logging_config = attrs.evolve(logging_config, file=resolve(path, logging_config.file))
+    auth = _check_auth(path, admin.auth, listener, problems)
     if problems:
         raise ConfigurationError(problems)
     return ServerConfig(
         path=path,
-        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config),
+        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth),
         services=tuple(services),
     )
+
+
+LOOPBACK_HOSTS = ("localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    return host in LOOPBACK_HOSTS or host.startswith("127.") or host.startswith("::ffff:127.")
+
+
+def _check_auth(path: Path, auth: AdminAuth | None, listener: Listener, problems: list[str]) -> AdminAuth | None:
+    if auth is None or (auth.jwt is None and auth.tokens_file is None):
+        if not is_loopback(listener.host):
+            problems.append(
+                f"{path}: administrator.listener.host: the admin API would listen on {listener.host!r}, which other machines can reach, "
+                "with no authentication: anyone reaching it could change or stop the services. Configure [administrator.auth] "
+                "(jwt and/or tokens_file) or listen on 127.0.0.1"
+            )
+        return auth
+    if auth.jwt is not None:
+        if not auth.jwt.issuer.startswith(("http://", "https://")):
+            problems.append(f"{path}: administrator.auth.jwt.issuer: expected the IAM realm's URL (http(s)://.../realms/NAME), got {auth.jwt.issuer!r}")
+        if not auth.jwt.role:
+            problems.append(f"{path}: administrator.auth.jwt.role: expected the role an admin token must carry, got an empty string")
+    if auth.tokens_file is not None:
+        tokens_file = resolve(path, auth.tokens_file)
+        if not tokens_file.is_file():
+            problems.append(f"{path}: administrator.auth.tokens_file: expected a file of token hashes (create one with 'roadkit admin-token'), got {str(auth.tokens_file)!r} (not found)")
+        auth = attrs.evolve(auth, tokens_file=tokens_file)
+    return auth
 
 
 def load_cors(path: Path | None) -> dict[str, Any] | None:
@@ -130,7 +179,21 @@ def load_cors(path: Path | None) -> dict[str, Any] | None:
         "exposedHeaders": "expose_headers", "expose_headers": "expose_headers",
     }
     for key, value in data.items():
-        if key in mapping:
+        if key in {"origin", "origins"} and isinstance(value, bool):
+            # npm cors: true reflects the request's origin (any origin), false turns CORS off.
+            if not value:
+                return None
+            options["allow_origin_regex"] = ".*"
+        elif key in {"origin", "origins"} and isinstance(value, str) and len(value) > 2 and value.startswith("/") and value.rstrip("gimsuy").endswith("/"):
+            # A regular expression literal (/pattern/flags), as npm cors takes a RegExp.
+            pattern, flags = value[1:].rsplit("/", 1)
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"{path}: {key}: expected a regular expression, got {value!r} ({exc})")
+            # A RegExp matches anywhere in the origin (JavaScript's test); Starlette matches it whole.
+            options["allow_origin_regex"] = f".*(?{'i' if 'i' in flags else ''}:{pattern}).*"
+        elif key in mapping:
             options[mapping[key]] = strings(key, value)
         elif key in {"credentials", "allow_credentials"}:
             if not isinstance(value, bool):
@@ -164,6 +227,14 @@ def parse_service(data: dict[str, Any], path: Path, *, cors: Path | None = None,
     that do not exist yet are listed there instead of being problems: the caller creates them.
     """
     problems: list[str] = []
+    if is_road2_service(data):
+        data, own_cors = from_road2_service(data, path)
+        cors = own_cors or cors  # the service's own CORS file, as in Road2, else the administrator's
+    elif isinstance(data.get("application"), dict):
+        info_problems: list[str] = []
+        data = {**data, "application": {**data["application"], **application_info(data["application"], path, info_problems)}}
+        if info_problems:
+            raise ConfigurationError(info_problems)
     config = structure(dict(data), _ServiceFile, path)
     listeners = tuple(_resolve_listener(path, listener) for listener in config.listeners)
     ids: set[str] = set()
@@ -281,8 +352,12 @@ def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
             problems.append(f"{path}: timeout: expected a positive number of seconds, got {value!r}")
         else:
             common["timeout"] = float(value)
+    if common.get("type") == "pgr":
+        common["type"] = "pgrouting"  # Road2's name of the kind
     if problems:
         raise ConfigurationError(problems)
+    if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources
+        common["type"] = "pgrouting"
     return SourceConfig(path=path, options=data, **common)
 
 
@@ -300,6 +375,11 @@ def _read_all[C: (SourceConfig, ResourceConfig)](
             problems.extend(exc.problems)
             continue
         if config.id in seen:
+            first = next(c for c in configs if c.id == config.id)
+            if what == "source" and attrs.evolve(config, path=first.path) == first:
+                # Road2 accepts a source defined twice identically; the first file is used.
+                log.info("%s: source %r is defined identically in %s; the first definition is used", path, config.id, first.path)
+                continue
             problems.append(f"{path}: id: {what} id {config.id!r} is already defined in {seen[config.id]}")
             continue
         seen[config.id] = path
@@ -359,7 +439,11 @@ def parse_resource(data: dict[str, Any], path: Path) -> ResourceConfig:
         for pid, settings in params.items():
             if not isinstance(settings, dict):
                 problems.append(f"{path}: operations.{op_id}.{pid}: expected a table of settings, got {settings!r}")
-    rest = {k: v for k, v in data.items() if k != "operations"}
+    apis = data.get("apis", {})
+    if not isinstance(apis, dict) or not all(isinstance(v, dict) for v in apis.values()):
+        problems.append(f"{path}: apis: expected a table of APIs, each a table of settings")
+        apis = {}
+    rest = {k: v for k, v in data.items() if k not in ("operations", "apis")}
     try:
         config = structure(rest | {"operations": {}}, _ResourceFile, path)
     except ConfigurationError as exc:
@@ -377,6 +461,7 @@ def parse_resource(data: dict[str, Any], path: Path) -> ResourceConfig:
         operations={k: dict(v) for k, v in operations.items()},
         description=config.description,
         version=config.version,
+        apis={k: dict(v) for k, v in apis.items()},
     )
 
 

@@ -48,12 +48,38 @@ class ManagedService:
 
 
 @attrs.frozen
+class JwtAuth:
+    """Bearer JWTs from the IAM: signed by a key of its JWKS, issued by ``issuer``, carrying ``role``."""
+
+    issuer: str
+    role: str
+    #: Accepted ``aud`` values (any one suffices); empty: the audience is not checked.
+    audiences: tuple[str, ...] = ()
+    #: Where the roles are in the token, a dotted path (Keycloak: ``realm_access.roles``).
+    roles_claim: str = "realm_access.roles"
+    leeway: float = 0.0
+    jwks_min_refresh_interval: float = 5.0
+    timeout: float = 10.0
+
+
+@attrs.frozen
+class AdminAuth:
+    """Who may use the admin API: IAM tokens and/or static tokens (a file of their hashes)."""
+
+    jwt: JwtAuth | None = None
+    tokens_file: Path | None = None
+    #: Also require a token for reads (health, services, configuration...); writes always need one.
+    protect_reads: bool = False
+
+
+@attrs.frozen
 class AdministratorConfig:
     """The administrator's own listener, logging and the CORS file applied to its services."""
 
     listener: Listener = Listener(port=8079, id="admin")
     logging: LoggingConfig = LoggingConfig()
     cors: Path | None = None
+    auth: AdminAuth | None = None
 
 
 @attrs.frozen
@@ -154,3 +180,5 @@ class ResourceConfig:
     operations: dict[str, dict[str, Any]]
     description: str = ""
     version: str = ""
+    #: per-API settings, ``[apis.<name>]`` (e.g. ``apis.osrm`` for the native OSRM API), read by the API's plugin
+    apis: dict[str, dict[str, Any]] = attrs.field(factory=dict)

@@ -1,4 +1,4 @@
-"""The hooks the OSRM plugin implements (entry point ``osrm`` in the ``roadkit`` group)."""
+"""The hooks the OSRM plugin implements (entry point ``osrm`` in the ``roadkit`` group): kinds ``osrm`` and ``osrm-http``."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from roadkit import hookimpl
+from roadkit.api import Api
 from roadkit.source import Source
+from roadkit_osrm.remote import OsrmHttpSource
 from roadkit_osrm.source import OsrmSource
 
 
 @hookimpl
 def roadkit_source_kinds() -> Sequence[type[Source]]:
-    return [OsrmSource]
+    return [OsrmSource, OsrmHttpSource]
 
 
 @hookimpl
@@ -20,3 +22,10 @@ def roadkit_commands() -> Sequence[Any]:
     from roadkit_osrm.prepare import build_command
 
     return [build_command()]
+
+
+@hookimpl
+def roadkit_apis() -> Sequence[Api]:
+    from roadkit_osrm.native.api import NATIVE_API
+
+    return [NATIVE_API]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -12,27 +11,13 @@ import attrs
 
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
-from roadkit.errors import BadRequest, ConfigurationError, EngineError, NoPathFound, ParameterInvalid
-from roadkit.model import (
-    Coord,
-    Cost,
-    NearestPoint,
-    NearestRequest,
-    NearestResponse,
-    Portion,
-    RouteRequest,
-    RouteResponse,
-    Step,
-    way_name,
-)
+from roadkit.errors import ConfigurationError, EngineError
+from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
 from roadkit.source import Progress, Source, SourceState
+from roadkit_osrm import mapping
+from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 
 log = logging.getLogger(__name__)
-
-_EXCLUDE_UNSUPPORTED = "Exclude flag combination is not supported"
-#: OSRM's error codes for requests it refuses (osrm/engine/status and api parameter checks).
-_REQUEST_ERRORS = ("InvalidValue", "InvalidOptions", "InvalidQuery", "InvalidUrl", "TooBig")
-
 
 @attrs.frozen
 class OsrmStorage:
@@ -73,68 +58,14 @@ class OsrmOptions:
     max_nearest: int = 100
 
 
-def _instruction(maneuver: Any) -> dict[str, Any]:
-    instruction: dict[str, Any] = {"type": maneuver["type"]}
-    if "modifier" in maneuver:
-        instruction["modifier"] = maneuver["modifier"]
-    if "exit" in maneuver:
-        instruction["exit"] = int(maneuver["exit"])
-    return instruction
-
-
-def _coords(geometry: Any) -> list[Coord]:
-    return [(c[0], c[1]) for c in geometry["coordinates"]]
-
-
-def _steps(raw_steps: Any, geometry: list[Coord], cursor: int) -> tuple[list[Step], int]:
-    """The steps of a leg, their geometries sliced from the route's full geometry.
-
-    With ``overview=full`` the route geometry is the concatenation of the step geometries and
-    every step starts at its maneuver location: slicing it is several times cheaper than reading
-    each step's geometry out of the engine's answer. A location not found falls back to that.
-    """
-    locations: list[Coord] = []
-    raw = list(raw_steps)
-    for step in raw:
-        location = step["maneuver"]["location"]
-        locations.append((location[0], location[1]))
-    starts: list[int | None] = []
-    position = cursor
-    for location in locations:
-        try:
-            position = geometry.index(location, position)
-            starts.append(position)
-        except ValueError:
-            starts.append(None)
-    steps = []
-    for k, step in enumerate(raw):
-        start = starts[k]
-        end = starts[k + 1] if k + 1 < len(raw) else None
-        if k + 1 == len(raw) and start is not None:
-            coords = [geometry[start], geometry[start]]  # OSRM's arrive step: the end point twice
-        elif start is not None and end is not None and end >= start:
-            coords = geometry[start : end + 1]
-        else:
-            coords = _coords(step["geometry"])
-        steps.append(
-            Step(
-                geometry=coords,
-                distance=step["distance"],
-                duration=step["duration"],
-                attributes={"name": way_name(step["name"])},
-                instruction=_instruction(step["maneuver"]),
-            )
-        )
-    last = next((x for x in reversed(starts) if x is not None), cursor)
-    return steps, last
-
-
 class OsrmSource(Source):
     """OSRM through osrm-bindings. The binding holds the GIL: one engine thread per source."""
 
     kind = "osrm"
     options_class = OsrmOptions
     operations = frozenset({"route", "nearest"})
+    #: services of the native OSRM API this source answers (see roadkit_osrm.native.contract)
+    native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmOptions
 
     def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
@@ -163,36 +94,24 @@ class OsrmSource(Source):
         return 1
 
     def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
-        if constraint_type != "banned":
-            return "OSRM can only exclude classes of ways (banned); it has no preference weights for prefer or avoid"
-        return None
+        return mapping.constraint_problem(constraint_type)
 
     def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
         # The dataset excludes only the class sets its profile declared ``excludable``: asked, not guessed.
         engine = self.engine
         if engine is None:
             return None
-        distinct = sorted(set(fields))
-        return [
-            frozenset(combination)
-            for size in range(1, min(most, len(distinct)) + 1)
-            for combination in itertools.combinations(distinct, size)
-            if self._excludes(engine, frozenset(combination))
-        ]
+        return mapping.ban_combinations(fields, most, lambda classes: self._excludes(engine, classes))
 
     def _excludes(self, engine: Any, classes: frozenset[str]) -> bool:
         """Whether the dataset excludes these classes together (one probe per set, remembered)."""
-        import osrm
-
         known = self._exclusions.get(classes)
         if known is None:
-            # A route from a point to itself: the engine checks the exclude set before routing.
-            params = osrm.RouteParameters(coordinates=[(0.0, 0.0), (0.0, 0.0)], exclude=sorted(classes), overview="false")
             try:
-                engine.Route(params)
+                engine.Route(mapping.ban_probe(classes).parameters())
                 known = True
             except RuntimeError as exc:
-                known = _EXCLUDE_UNSUPPORTED not in str(exc)
+                known = mapping.EXCLUDE_UNSUPPORTED not in str(exc)
             self._exclusions[classes] = known
         return known
 
@@ -244,71 +163,36 @@ class OsrmSource(Source):
         try:
             result = getattr(engine, method)(params)
         except RuntimeError as exc:
-            text = str(exc)
-            if "NoRoute" in text or "NoSegment" in text or "NoMatch" in text:
-                raise NoPathFound() from None
-            # The request's fault, not the engine's: a 400, and the source stays as it is.
-            if _EXCLUDE_UNSUPPORTED in text:
-                raise ParameterInvalid("constraints", f"this combination of banned values can't be applied by the engine ({text})") from None
-            if text.startswith(_REQUEST_ERRORS):
-                raise BadRequest(f"The engine refused the request: {text}", code="engine_refused") from None
-            self.fail(f"OSRM error: {text}")
-            raise EngineError(f"OSRM could not answer: {text}") from None
+            error = mapping.engine_error(*mapping.split_error(str(exc)))
+            if type(error) is EngineError:  # not the request's fault: the engine failed
+                self.fail(f"OSRM error: {exc}")
+            raise error from None
         if self.state is not SourceState.GREEN:
             self.state, self.reason = SourceState.GREEN, ""
         return result
 
-    def _route(self, request: RouteRequest) -> RouteResponse:
-        import osrm
-
-        params = osrm.RouteParameters(
-            coordinates=list(request.points),
-            steps=request.steps,
-            geometries="geojson",
-            overview="full",
-            exclude=sorted({c.field for c in request.constraints if c.type == "banned" and c.field}),
-        )
+    def _route(self, query: mapping.RouteQuery) -> RouteResponse:
         engine = self.engine
-        answer = self._call(engine, "Route", params)
-        # Every item access copies the engine's answer below it: read each part once.
-        routes = answer["routes"]
-        if answer["code"] != "Ok" or len(routes) == 0:
-            raise NoPathFound("No route found")
-        waypoints = [(w["location"][0], w["location"][1]) for w in answer["waypoints"]]
-        route = routes[0]
-        geometry = _coords(route["geometry"])
-        portions = []
-        cursor = 0
-        for i, leg in enumerate(route["legs"]):
-            steps: list[Step] = []
-            if request.steps:
-                steps, cursor = _steps(leg["steps"], geometry, cursor)
-            portions.append(Portion(waypoints[i], waypoints[i + 1], leg["distance"], leg["duration"], steps))
-        return RouteResponse(
-            start=waypoints[0],
-            end=waypoints[-1],
-            geometry=geometry,
-            distance=route["distance"],
-            duration=route["duration"],
-            portions=portions,
-        )
+        return mapping.route_response(self._call(engine, "Route", query.parameters()), query)
 
     async def route(self, request: RouteRequest) -> RouteResponse:
-        return await self.run_blocking(self._route, request)
+        return await self.run_blocking(self._route, mapping.RouteQuery.of(request))
 
-    def _nearest(self, request: NearestRequest) -> NearestResponse:
-        import osrm
-
-        params = osrm.NearestParameters(coordinates=[request.point])
-        params.number_of_results = request.number
+    def _nearest(self, query: mapping.NearestQuery) -> NearestResponse:
         engine = self.engine
-        answer = self._call(engine, "Nearest", params)
-        return NearestResponse(
-            [
-                NearestPoint((w["location"][0], w["location"][1]), w["distance"], {"name": w["name"]})
-                for w in answer["waypoints"]
-            ]
-        )
+        return mapping.nearest_response(self._call(engine, "Nearest", query.parameters()))
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
-        return await self.run_blocking(self._nearest, request)
+        return await self.run_blocking(self._nearest, mapping.NearestQuery.of(request))
+
+    def _native(self, request: NativeRequest) -> NativeAnswer:
+        from roadkit_osrm.native.engine import answer
+
+        engine = self.engine
+        if engine is None:
+            raise EngineError(f"source {self.id} is not connected", status=503)
+        return answer(engine, request)
+
+    async def native(self, request: NativeRequest) -> NativeAnswer:
+        """osrm-routed's answer to a native request, computed in process."""
+        return await self.run_blocking(self._native, request)

@@ -3,7 +3,8 @@
 A source file (TOML, or Road2's JSON) holds ``storage`` (the ``valhalla.json`` the Actor loads, the
 tile folder), ``costs`` (profile + optimization and/or costType → Valhalla costing with options),
 ``limits`` (engine threads, maximum response size, nearest search radius) and ``preparation``
-(the ``.osm.pbf`` and GTFS feeds ``roadkit prepare`` builds the tiles from).
+(the ``.osm.pbf`` and GTFS feeds ``roadkit prepare`` builds the tiles from). A ``valhalla-http``
+source file has ``http`` (the valhalla_service servers) instead of ``storage`` and ``preparation``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from roadkit.config.convert import structure
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError
+from roadkit.remote import HttpSettings
 
 COSTINGS = frozenset({"auto", "bicycle", "bus", "taxi", "truck", "motor_scooter", "motorcycle", "pedestrian", "multimodal", "bikeshare"})
 WALKING_COSTINGS = frozenset({"pedestrian", "multimodal"})
@@ -126,13 +128,13 @@ def _from_road2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _check(path: Path, options: ValhallaOptions) -> list[str]:
+def _check_costs(path: Path, costs: tuple[ValhallaCost, ...]) -> list[str]:
     problems: list[str] = []
-    if not options.costs:
+    if not costs:
         problems.append(f"{path}: costs: expected at least one cost")
     routes: dict[tuple[str, str], int] = {}
     isochrones: dict[tuple[str, str], int] = {}
-    for i, cost in enumerate(options.costs):
+    for i, cost in enumerate(costs):
         where = f"{path}: costs[{i}]"
         if cost.costing not in COSTINGS:
             problems.append(f"{where}.costing: expected one of {', '.join(sorted(COSTINGS))}, got {cost.costing!r}")
@@ -149,13 +151,22 @@ def _check(path: Path, options: ValhallaOptions) -> list[str]:
             if (cost.profile, key) in index:
                 problems.append(f"{where}: profile {cost.profile!r} with {label} {key!r} is already costs[{index[(cost.profile, key)]}]")
             index.setdefault((cost.profile, key), i)
-    limits = options.limits
+    return problems
+
+
+def _check_limits(path: Path, limits: ValhallaLimits) -> list[str]:
+    problems: list[str] = []
     if limits.threads is not None and limits.threads < 1:
         problems.append(f"{path}: limits.threads: expected a positive integer, got {limits.threads}")
     if limits.max_response_bytes < 1024:
         problems.append(f"{path}: limits.max_response_bytes: expected at least 1024 bytes, got {limits.max_response_bytes}")
     if limits.nearest_radius < 0:
         problems.append(f"{path}: limits.nearest_radius: expected meters >= 0, got {limits.nearest_radius}")
+    return problems
+
+
+def _check(path: Path, options: ValhallaOptions) -> list[str]:
+    problems = _check_costs(path, options.costs) + _check_limits(path, options.limits)
     prep = options.preparation
     if prep is not None and (prep.max_time_contour < 1 or prep.max_distance_contour < 1):
         problems.append(f"{path}: preparation: expected positive max_time_contour and max_distance_contour")
@@ -178,3 +189,26 @@ def parse_options(config: SourceConfig) -> ValhallaOptions:
     if prep is not None:
         prep = attrs.evolve(prep, osm=resolve(config.path, prep.osm), gtfs=resolve(config.path, prep.gtfs) if prep.gtfs else None)
     return attrs.evolve(options, storage=storage, preparation=prep)
+
+
+@attrs.frozen
+class ValhallaHttpOptions:
+    """The kind-specific part of a ``valhalla-http`` source file: the servers, and the same costs and limits.
+
+    ``limits.threads`` has no meaning here (each server runs its own threads) and is refused.
+    """
+
+    http: HttpSettings
+    costs: tuple[ValhallaCost, ...]
+    limits: ValhallaLimits = ValhallaLimits()
+
+
+def parse_http_options(config: SourceConfig) -> ValhallaHttpOptions:
+    """The options of a ``valhalla-http`` source; problems name file and key."""
+    options = structure(_from_road2(config.options), ValhallaHttpOptions, config.path)
+    problems = options.http.problems(str(config.path)) + _check_costs(config.path, options.costs) + _check_limits(config.path, options.limits)
+    if options.limits.threads is not None:
+        problems.append(f"{config.path}: limits.threads: not used by valhalla-http sources (each server has its own threads); remove it")
+    if problems:
+        raise ConfigurationError(problems)
+    return options

@@ -1,4 +1,4 @@
-"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group)."""
+"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group): kinds ``valhalla`` and ``valhalla-http``."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any
 
 from roadkit import hookimpl
 from roadkit.source import Source
+from roadkit_valhalla.remote import ValhallaHttpSource
 from roadkit_valhalla.source import ValhallaSource
 
 
 @hookimpl
 def roadkit_source_kinds() -> Sequence[type[Source]]:
-    return [ValhallaSource]
+    return [ValhallaSource, ValhallaHttpSource]
 
 
 @hookimpl

@@ -12,95 +12,38 @@ import logging
 import queue
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from roadkit.config.models import SourceConfig
-from roadkit.errors import (
-    ConfigurationError,
-    EngineError,
-    NoIsochroneFound,
-    NoPathFound,
-    ParameterInvalid,
-    RoadkitError,
-    SourceUnavailable,
-)
-from roadkit.model import (
-    Cost,
-    IsochroneRequest,
-    IsochroneResponse,
-    NearestRequest,
-    NearestResponse,
-    RouteRequest,
-    RouteResponse,
-)
-from roadkit.source import Progress, Source, SourceState
-from roadkit_valhalla import translate
-from roadkit_valhalla.options import ValhallaCost, ValhallaOptions, parse_options
+from roadkit.errors import EngineError, SourceUnavailable
+from roadkit.source import Progress, SourceState
+from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
+from roadkit_valhalla.options import ValhallaOptions, parse_options
 
 log = logging.getLogger(__name__)
 
-_NO_PATH = ("no path could be found", "no suitable edges", "unconnected regions", "no route", "cannot reach destination")
+T = TypeVar("T")
+
+__all__ = ["ResponseTooLarge", "ValhallaSource", "engine_error"]
 
 
-class ResponseTooLarge(RoadkitError):
-    """The engine's answer is larger than the source's ``limits.max_response_bytes``."""
-
-    status = 400
-    code = "response_too_large"
-
-
-def engine_error(exc: Exception, operation: str) -> RoadkitError:
-    """The roadkit error for a Valhalla failure: no path (404), a limit (400 naming the parameter), or 502."""
-    text = str(exc).strip() or type(exc).__name__
-    lowered = text.lower()
-    if any(marker in lowered for marker in _NO_PATH):
-        if operation == "isochrone":
-            return NoIsochroneFound(f"No isochrone found: {text}")
-        return NoPathFound(f"No path found: {text}")
-    if "date" in lowered and "time" in lowered:
-        return ParameterInvalid("date_time", text)
-    if "exceed" in lowered or "limit" in lowered:
-        name = {"isochrone": "costValue", "route": "end", "nearest": "coordinates"}[operation]
-        return ParameterInvalid(name, f"beyond what the engine accepts ({text})")
-    log.warning("Valhalla %s failed: %s", operation, text)
-    return EngineError(f"Valhalla could not answer: {text}")
-
-
-class ValhallaSource(Source):
+class ValhallaSource(ValhallaBase):
     """Valhalla tiles served by a pool of Actors created when the source connects."""
 
     kind = "valhalla"
     options_class = ValhallaOptions
-    operations = frozenset({"route", "isochrone", "nearest"})
     options: ValhallaOptions
 
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self._actors: queue.SimpleQueue[Any] | None = None
-        self._route_costs = {(c.profile, c.optimization): c for c in options.costs if c.optimization}
-        self._isochrone_costs = {(c.profile, c.cost_type): c for c in options.costs if c.cost_type}
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> ValhallaOptions:
-        if config.projection != "EPSG:4326":
-            raise ConfigurationError([f"{config.path}: projection: Valhalla works in EPSG:4326, got {config.projection!r}"])
+        cls.check_projection(config)
         return parse_options(config)
-
-    def costs(self) -> Sequence[Cost]:
-        return [Cost(c.profile, c.optimization, c.cost_type) for c in self.options.costs]
-
-    def resolve_cost(self, cost: Cost) -> ValhallaCost:
-        """The Valhalla costing of a cost (route key first, then isochrone key)."""
-        found = None
-        if cost.optimization is not None:
-            found = self._route_costs.get((cost.profile, cost.optimization))
-        if found is None and cost.cost_type is not None:
-            found = self._isochrone_costs.get((cost.profile, cost.cost_type))
-        if found is None:
-            raise ParameterInvalid("profile", f"source {self.id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}")
-        return found
 
     def threads(self) -> int:
         return self.options.threads
@@ -158,39 +101,17 @@ class ValhallaSource(Source):
         try:
             answer: str = getattr(actor, action)(request)
         except RuntimeError as exc:
-            raise engine_error(exc, action if action != "locate" else "nearest") from None
+            raise engine_error(str(exc).strip() or type(exc).__name__, operation_of(action)) from None
         finally:
             actors.put(actor)
         limit = self.options.limits.max_response_bytes
         if len(answer) > limit // 4 and len(answer.encode()) > limit:
-            raise ResponseTooLarge(
-                f"The engine's answer ({len(answer.encode())} bytes) is larger than the {limit} bytes source {self.id} "
-                "accepts: ask for less (getSteps=false, fewer intermediates, a smaller costValue)"
-            )
+            raise too_large(len(answer.encode()), limit, self.id)
         return orjson.loads(answer)
 
     def _run(self, action: str, body: dict[str, Any], read: Callable[[Any], Any]) -> Any:
         return read(self._call(action, body))
 
-    async def route(self, request: RouteRequest) -> RouteResponse:
-        cost = self.resolve_cost(request.cost)
-        body = translate.route_body(request, cost)
-        result: RouteResponse = await self.run_blocking(self._run, "route", body, lambda a: translate.route_response(a, request, cost))
-        return result
-
-    async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
-        cost = self.resolve_cost(request.cost)
-        body = translate.isochrone_body(request, cost)
-        result: IsochroneResponse = await self.run_blocking(
-            self._run, "isochrone", body, lambda a: translate.isochrone_response(a, request)
-        )
-        return result
-
-    async def nearest(self, request: NearestRequest) -> NearestResponse:
-        costing = next((c.costing for c in self.options.costs if c.optimization), self.options.costs[0].costing)
-        radius = self.options.limits.nearest_radius if request.number > 1 else 0
-        body = translate.locate_body(request.point, costing, radius)
-        result: NearestResponse = await self.run_blocking(
-            self._run, "locate", body, lambda a: translate.nearest_response(a, request.point, request.number)
-        )
+    async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
+        result: T = await self.run_blocking(self._run, action, body, read)
         return result

@@ -29,6 +29,7 @@ from roadkit.model import (
     way_name,
 )
 from roadkit_valhalla.options import ValhallaCost
+from roadkit_valhalla.preferences import PREFERENCES_OF_COSTING, preference_option, preference_value
 
 EARTH_RADIUS_M = 6371008.8
 
@@ -52,19 +53,30 @@ def _field_setting(field: str) -> tuple[str, Any]:
 
 
 def costing_options(cost: ValhallaCost, constraints: Sequence[Constraint]) -> dict[str, dict[str, Any]]:
-    """The cost's costing options with each banned constraint applied as a Valhalla exclusion.
+    """The cost's costing options with the constraints applied.
 
-    For ``multimodal`` the exclusions apply to the walking parts (``pedestrian`` options).
-    Valhalla has no preference weights for these keys: only ``banned`` is accepted.
+    ``banned`` sets the value's field (an exclusion such as ``exclude_tolls``); ``prefer`` and
+    ``avoid`` set the matching ``use_*`` preference from the constraint's cost ratio
+    (:mod:`roadkit_valhalla.preferences`). For ``multimodal`` they apply to the walking parts
+    (``pedestrian`` options). A preference the cost's costing does not read is a 400, not ignored.
     """
     options = cost.costing_options()
     target = "pedestrian" if cost.costing == "multimodal" else cost.costing
     for constraint in constraints:
-        if constraint.type != "banned":
-            raise ParameterInvalid("constraints", f"constraintType '{constraint.type}' is not applied by Valhalla sources; expected banned")
-        if constraint.field:
-            name, value = _field_setting(constraint.field)
-            options.setdefault(target, {})[name] = value
+        if constraint.type == "banned":
+            if constraint.field:
+                name, value = _field_setting(constraint.field)
+                options.setdefault(target, {})[name] = value
+            continue
+        option = preference_option(constraint.field)
+        if option is None or option not in PREFERENCES_OF_COSTING.get(cost.costing, frozenset()):
+            raise ParameterInvalid(
+                "constraints",
+                f"{constraint.type} {constraint.key}={constraint.value} can't be applied to profile '{cost.profile}' "
+                f"(Valhalla costing {cost.costing} has no {option or 'preference'} option)",
+            )
+        ratio = constraint.ratio if constraint.ratio is not None else (0.8 if constraint.type == "prefer" else 1.2)
+        options.setdefault(target, {})[option] = preference_value(option, ratio)
     return options
 
 

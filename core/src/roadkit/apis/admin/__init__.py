@@ -15,6 +15,7 @@ from roadkit.api import JSONResponse, base_url, error_response, fallback_route, 
 from roadkit.apis.admin.publication import publication_routes
 from roadkit.apis.admin.services import management_routes
 from roadkit.app import SecurityHeaders
+from roadkit.auth.admin import AdminAuthMiddleware
 from roadkit.config.files import read_document
 from roadkit.docs import docs_routes
 from roadkit.errors import ParameterInvalid
@@ -103,5 +104,6 @@ def create_admin_app(admin: Administrator) -> Starlette:
         routes=[Route("/", root), Mount(PREFIX, routes=routes)],
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
+    app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi",))
     app.add_middleware(SecurityHeaders)
     return app

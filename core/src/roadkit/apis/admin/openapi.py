@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from roadkit import __version__
-from roadkit.apis.admin.openapi_writes import write_paths, write_schemas
+from roadkit.apis.admin.openapi_writes import SECURITY_SCHEMES, write_paths, write_schemas
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -103,4 +103,5 @@ def admin_openapi(base: str) -> dict[str, Any]:
     for path, operations in write_paths().items():
         document["paths"].setdefault(path, {}).update(operations)
     document["components"]["schemas"].update(write_schemas())
+    document["components"]["securitySchemes"] = SECURITY_SCHEMES
     return document

@@ -78,7 +78,7 @@ def write_paths() -> dict[str, Any]:
     """The paths of the admin API's write operations (merged into the admin document)."""
     service = {"$ref": "#/components/schemas/Service"}
     request = {"$ref": "#/components/schemas/ServiceRequest"}
-    return {
+    return secured({
         "/services": {
             "post": {
                 "operationId": "createService",
@@ -116,7 +116,21 @@ def write_paths() -> dict[str, Any]:
         },
         **_publication("source", "Source"),
         **_publication("resource", "Resource"),
-    }
+    })
+
+
+#: Writes take a bearer token when [administrator.auth] is configured; none from loopback without it.
+SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {}]
+SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer", "description": "An IAM access token carrying the admin role, or a static admin token."}}
+
+
+def secured(paths: dict[str, Any]) -> dict[str, Any]:
+    """``paths`` with the bearer security requirement on every write operation."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            if method in ("post", "put", "delete", "patch"):
+                operation["security"] = SECURITY
+    return paths
 
 
 def write_schemas() -> dict[str, Any]:

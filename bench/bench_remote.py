@@ -1,0 +1,138 @@
+"""A roadkit gateway (osrm-http, valhalla-http sources) against the engine servers it fronts, on the same requests.
+
+Run with ``./dev bench`` (or ``python bench/bench_remote.py [--duration S] [--concurrency N...]``).
+The engine server (osrm-routed ``--threads 1``, valhalla_service with 1 thread) and the gateway (one
+roadkit process, no engine data) share one core; the load generator has the other. The clients ask
+the engine server directly, then the same routes through the gateway's simple API: the ratio is
+what a gateway costs in front of a server (an HTTP hop, the simple API, the answer read once more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import osrm
+import valhalla
+from bench_osrm import prepare as prepare_osrm
+from bench_valhalla import engine_urls, service_config
+from bench_valhalla import prepare as prepare_valhalla
+from common import Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+
+
+def gateway_config(workdir: Path, source: str, resource_type: str, service_port: int, admin_port: int) -> Path:
+    """A server file whose only source is ``source`` (a remote kind) in a resource ``monaco``."""
+    (workdir / "sources").mkdir(parents=True)
+    (workdir / "resources").mkdir()
+    (workdir / "sources" / "remote.source").write_text(source)
+    (workdir / "resources" / "monaco.resource").write_text(
+        f'id = "monaco"\ntype = "{resource_type}"\nsources = ["remote"]\n[operations.route]\n[operations.nearest]\n'
+    )
+    (workdir / "service.toml").write_text(
+        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
+        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
+    )
+    server = workdir / "server.toml"
+    server.write_text(
+        f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
+        '[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "same-process"\n'
+    )
+    return server
+
+
+def compare(name: str, engine_urls_: list[str], gateway_urls: list[str], server: Path, concurrencies: list[int], duration: float) -> None:
+    """Load the engine server directly, then start the gateway and load it with the same routes.
+
+    Both answer the same routes (the direct URLs ask what the source asks: full GeoJSON geometry, steps).
+    """
+    ok = lambda status, body: status == 200  # noqa: E731
+    engine = {c: load(f"{name} server c={c}", engine_urls_, concurrency=c, duration=duration, check=ok) for c in concurrencies}
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=pin_server,
+    )
+    try:
+        wait_http(gateway_urls[0], ok=(200, 400, 404))
+        ours: dict[int, Result] = {
+            c: load(f"gateway c={c}", gateway_urls, concurrency=c, duration=duration, check=ok) for c in concurrencies
+        }
+    finally:
+        gateway.terminate()
+        gateway.wait()
+    for c in concurrencies:
+        report(
+            f"{name}: Monaco car routes with steps, {c} client(s), server and gateway on one core",
+            engine[c],
+            ours[c],
+            min_ratio=0.5,
+            max_extra_p50_ms=None,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8], help="one run per value")
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+
+    pin_client()
+    pairs = random_pairs(args.requests)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        engine_port, service_port, admin_port = free_port(), free_port(), free_port()
+        dataset = prepare_osrm(workdir)
+        binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+        routed = subprocess.Popen(
+            [str(binary), "--ip", "127.0.0.1", "--port", str(engine_port), "--threads", "1", str(dataset)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
+        )
+        try:
+            base = f"http://127.0.0.1:{engine_port}"
+            wait_http(f"{base}/route/v1/driving/7.41337,43.72956;7.41983,43.73115")
+            source = f'id = "remote"\ntype = "osrm-http"\n[http]\nservers = ["{base}"]\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
+            server = gateway_config(workdir / "osrm", source, "osrm", service_port, admin_port)
+            direct = [f"{base}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true" for a, b in pairs]
+            through = [
+                f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}"
+                for a, b in pairs
+            ]
+            compare("osrm-http -> osrm-routed -t 1", direct, through, server, args.concurrency, args.duration)
+        finally:
+            routed.terminate()
+            routed.wait()
+
+        config = prepare_valhalla()
+        engine_port, service_port, admin_port = free_port(), free_port(), free_port()
+        service = subprocess.Popen(
+            [str(Path(valhalla.__file__).parent / "bin" / "valhalla_service"), str(service_config(workdir, config, engine_port)), "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
+        )
+        try:
+            direct = engine_urls(engine_port, pairs, [])["route"]
+            wait_http(direct[0], ok=(200, 400))
+            base = f"http://127.0.0.1:{engine_port}"
+            costs = '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncosting = "auto"\n'
+            source = f'id = "remote"\ntype = "valhalla-http"\n[http]\nservers = ["{base}"]\n{costs}'
+            server = gateway_config(workdir / "valhalla", source, "valhalla", service_port, admin_port)
+            through = [
+                f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}"
+                for a, b in pairs
+            ]
+            compare("valhalla-http -> valhalla_service 1 thread", direct, through, server, args.concurrency, args.duration)
+        finally:
+            service.terminate()
+            service.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""A private PostgreSQL cluster: ``initdb`` into a folder, start on a free port, stop.
+
+The one way the project runs PostgreSQL of its own: the tests (apps and pgRouting), the demo (the
+pgRouting example keeps its cluster next to its built data, so the import happens once) and the
+benchmarks. It needs the PostgreSQL server binaries (``pg_config --bindir``, or Debian's
+``/usr/lib/postgresql/<version>/bin``) and nothing else; no system server is touched.
+
+A cluster that is already running in the folder (another process started it, e.g. ``roadkit
+prepare`` of a demo still running) is reused and left running when this process stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+from roadkit.servers import bound_socket
+
+
+class ClusterError(RuntimeError):
+    """PostgreSQL's tools failed; the message carries their output."""
+
+
+def pg_bindir() -> Path:
+    """The folder of PostgreSQL's server binaries (``initdb``, ``pg_ctl``)."""
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        out = subprocess.run(["pg_config", "--bindir"], check=True, capture_output=True, text=True).stdout.strip()
+        if (Path(out) / "initdb").exists():
+            return Path(out)
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists():
+            return candidate
+    raise ClusterError("PostgreSQL server binaries not found (install postgresql-15, see tools/apt-packages.txt)")
+
+
+def _as_server_user(args: list[str]) -> list[str]:
+    # initdb and postgres refuse to run as root: run them as the postgres user then.
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+def _give_to_server_user(path: Path) -> None:
+    if os.geteuid() == 0:
+        shutil.chown(path, "postgres", "postgres")
+
+
+def _run(args: list[str], what: str) -> str:
+    try:
+        done = subprocess.run(args, check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        raise ClusterError(f"{what} failed: {(exc.stderr or exc.stdout or '').strip()}") from None
+    return done.stdout
+
+
+def _running_port(data: Path) -> int | None:
+    """The port of the server running on ``data`` (from ``postmaster.pid``), or None."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+        pid, port = int(lines[0]), int(lines[3])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None
+    return port
+
+
+@attrs.define
+class PrivateCluster:
+    """A PostgreSQL cluster in ``data``, reachable on 127.0.0.1 only, trust authentication."""
+
+    data: Path
+    bindir: Path = attrs.field(factory=pg_bindir)
+    port: int = 0
+    owned: bool = False  # True when this object started the server (and so stops it)
+
+    @property
+    def log_file(self) -> Path:
+        return self.data / "server.log"
+
+    def dsn(self, database: str = "postgres") -> str:
+        """A libpq/asyncpg DSN of one database of the running cluster."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def exists(self) -> bool:
+        return (self.data / "PG_VERSION").exists()
+
+    def init(self) -> None:
+        """``initdb`` into ``data`` when it holds no cluster yet."""
+        if self.exists():
+            return
+        self.data.mkdir(parents=True, exist_ok=True)
+        _give_to_server_user(self.data)
+        os.chmod(self.data, 0o700)
+        _run(_as_server_user([str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                              "-E", "UTF8", "--locale=C", "--no-sync"]), f"initdb {self.data}")
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        # Two processes starting the same folder at once would race on the pid file.
+        lock = self.data.parent / f".{self.data.name}.lock"
+        with open(lock, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def start(self, *, timeout: float = 60.0) -> None:
+        """Start the server (``initdb`` first when needed), or join the one already running there."""
+        self.data.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock():
+            self.init()
+            running = _running_port(self.data)
+            if running is not None:
+                self.port, self.owned = running, False
+                return
+            with bound_socket("127.0.0.1", 0) as sock:
+                self.port = int(sock.getsockname()[1])
+            options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off"
+            _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_file), "-w",
+                                  "-t", str(int(timeout)), "-o", options, "start"]), f"pg_ctl start {self.data}")
+            self.owned = True
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server when this object started it (``fast``, or ``immediate`` for a crash-like stop)."""
+        if not self.owned:
+            return
+        with contextlib.suppress(ClusterError):
+            _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
+                 f"pg_ctl stop {self.data}")
+        self.owned = False
+
+    def is_running(self) -> bool:
+        return _running_port(self.data) is not None
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        """Run SQL with ``psql`` (stops at the first error); returns its output."""
+        return _run([str(self.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-d", self.dsn(database),
+                     "-c", sql], "psql")
+
+    def create_database(self, name: str, extensions: Sequence[str] = ()) -> str:
+        """Create database ``name`` when missing, with ``extensions``; returns its DSN."""
+        if name.replace("_", "").isalnum() is False:
+            raise ValueError(f"database name {name!r}: expected letters, digits and underscores")
+        if not self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'"):
+            self.psql(f'CREATE DATABASE "{name}"')
+        for extension in extensions:
+            self.psql(f'CREATE EXTENSION IF NOT EXISTS "{extension}" CASCADE', name)
+        return self.dsn(name)
+
+
+@contextlib.contextmanager
+def private_cluster(data: Path | None = None) -> Iterator[PrivateCluster]:
+    """A running private cluster in ``data`` (a temporary folder, removed afterwards, when None)."""
+    temporary = data is None
+    if data is None:
+        folder = Path(tempfile.mkdtemp(prefix="roadkit-pg-"))
+        _give_to_server_user(folder)
+        data = folder / "data"
+    cluster = PrivateCluster(data)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop("immediate" if temporary else "fast")
+        if temporary:
+            time.sleep(0.1)
+            shutil.rmtree(data.parent, ignore_errors=True)

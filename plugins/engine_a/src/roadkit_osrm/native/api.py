@@ -1,0 +1,159 @@
+"""The native OSRM API v1 (``osrm/1.0.0``): osrm-routed's URLs and answers, one resource at a time.
+
+Two URL shapes under ``/osrm/1.0.0/{resource}/``:
+
+* OSRM's own, ``{service}/v1/{profile}/{coordinates}[.json][?options]``, the profile naming a cost of
+  the resource (or an alias from its ``[apis.osrm.profiles]``);
+* Road2's, ``{profile}/{optimization}/{service}/v1/_/{coordinates}[?options]``.
+
+Everything after the resource is read by a parser that answers as osrm-routed does (same codes,
+messages and statuses), then handed to the source's ``native`` method.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from roadkit.api import Api, JSONResponse
+from roadkit.errors import ConfigurationError, RoadkitError
+from roadkit.resources import Resource
+from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
+from roadkit_osrm.native.query import SERVICES, QueryError, parse_query
+from roadkit_osrm.native.render import error_body
+from roadkit_osrm.native.settings import NativeSettings, read_settings
+from roadkit_osrm.native.url import UrlError, parse_url, uri_decode
+
+if TYPE_CHECKING:
+    from roadkit.service import Service
+
+PREFIX = "/osrm/1.0.0"
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return Response(error_body(code, message), status_code=status, media_type=JSON_TYPE)
+
+
+def _answer(answer: NativeAnswer) -> Response:
+    return Response(answer.body, status_code=answer.status, headers={"content-type": answer.content_type})
+
+
+class NativeHandler:
+    """Answers native requests for one service; resources' settings are read once, when first used."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._settings: dict[str, NativeSettings | ConfigurationError] = {}
+
+    def settings(self, resource: Resource) -> NativeSettings:
+        found = self._settings.get(resource.id)
+        if found is None:
+            try:
+                found = read_settings(resource)
+            except ConfigurationError as exc:
+                found = exc
+            self._settings[resource.id] = found
+        if isinstance(found, ConfigurationError):
+            raise found
+        return found
+
+    async def handle(self, request: Request) -> Response:
+        if self.service.state != "ready":
+            return _error(503, "ServiceUnavailable", "The service is starting")
+        raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
+        parts = raw.split(b"/")  # b"", b"osrm", b"1.0.0", resource, rest...
+        resource_id = uri_decode(parts[3]) if len(parts) > 3 else ""
+        resource = self.service.resources.get(resource_id)
+        if resource is None:
+            return _error(404, "InvalidResource", f"Resource '{resource_id}' does not exist on this service")
+        try:
+            settings = self.settings(resource)
+        except ConfigurationError as exc:
+            return _error(503, "InvalidConfiguration", exc.message)
+        rest = parts[4:]
+        optimization: str | None = None
+        road2 = len(rest) >= 5 and rest[4] == b"_"
+        if road2:
+            road2_profile, optimization = uri_decode(rest[0]), uri_decode(rest[1])
+            rest = rest[2:]
+        target = b"/" + b"/".join(rest)
+        query_string = request.scope.get("query_string", b"")
+        if query_string:
+            target += b"?" + query_string
+        text = uri_decode(target)
+        try:
+            url = parse_url(text, placeholder_profile=road2)
+        except UrlError as exc:
+            return _error(400, "InvalidUrl", exc.message)
+        if url.service not in SERVICES:
+            return _error(400, "InvalidService", f"Service {url.service} not found!")
+        if url.version != 1:
+            return _error(400, "InvalidVersion", f"Service {url.service} not found!")
+        profile = road2_profile if road2 else url.profile
+        chosen = settings.choose(resource, profile, optimization)
+        if chosen is None:
+            known = ", ".join(settings.profile_names(resource))
+            wanted = f"{profile}/{optimization}" if optimization else profile
+            return _error(400, "InvalidProfile", f"Profile {wanted} not found on resource {resource.id} (known: {known})")
+        source, cost = chosen
+        if not isinstance(source, NativeSource) or url.service not in getattr(source, "native_services", frozenset()):
+            return _error(
+                400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})"
+            )
+        try:
+            params = parse_query(url.service, url.query)
+        except QueryError as exc:
+            return _error(400, "InvalidQuery", f"Query string malformed close to position {url.prefix_length + exc.pos}")
+        native = NativeRequest(url.service, url.version, profile, url.query, params, cost, settings.limits)
+        try:
+            return _answer(await source.native(native))
+        except RoadkitError as exc:
+            return _error(exc.status, "ServiceUnavailable" if exc.status == 503 else "EngineError", exc.message)
+
+    def resources(self) -> list[dict[str, Any]]:
+        listed = []
+        for resource in self.service.resources.values():
+            try:
+                settings = self.settings(resource)
+            except ConfigurationError:
+                continue
+            services: list[str] = []
+            for source in resource.sources:
+                for name in getattr(source, "native_services", ()):
+                    if name not in services:
+                        services.append(name)
+            if not services:
+                continue
+            listed.append(
+                {"id": resource.id, "description": resource.config.description, "profiles": settings.profiles(resource), "services": services}
+            )
+        return listed
+
+
+def build_routes(service: Service) -> list[BaseRoute]:
+    """The native API's routes for one service."""
+    handler = NativeHandler(service)
+
+    async def index(request: Request) -> Response:
+        return JSONResponse({"api": {"name": "osrm", "version": "1.0.0"}, "resources": f"{PREFIX}/resources"})
+
+    async def resources(request: Request) -> Response:
+        if service.state != "ready":
+            return _error(503, "ServiceUnavailable", "The service is starting")
+        return JSONResponse(handler.resources())
+
+    async def not_found(request: Request) -> Response:
+        return _error(404, "InvalidUrl", f"Not found: {request.url.path}")
+
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/resources", resources, methods=["GET"]),
+        Route("/{resource}/{rest:path}", handler.handle, methods=["GET"]),
+        Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+    ]
+
+
+NATIVE_API = Api("osrm", "1.0.0", routes=build_routes)

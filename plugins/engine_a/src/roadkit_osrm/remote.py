@@ -1,0 +1,176 @@
+"""Source kind ``osrm-http``: OSRM through running osrm-routed servers, one dataset (one cost) per source.
+
+The source holds no engine data: it forwards each request to one of its servers (round robin over
+the ones that answer, failover to the next when one stops answering) and reads the answer with the
+same mapping as the in-process ``osrm`` kind. Its sources serve ``osrm`` resources.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from roadkit.config.models import SourceConfig
+from roadkit.errors import ConfigurationError, EngineError, SourceUnavailable
+from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
+from roadkit.remote import EngineServers, HttpSettings
+from roadkit.source import Source, SourceState
+from roadkit_osrm import mapping
+from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
+from roadkit_osrm.source import OsrmCost
+
+log = logging.getLogger(__name__)
+
+# Characters sent as they are in a forwarded native URL; every other one is percent-encoded.
+_URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?")
+
+
+def encode_query(query: str) -> str:
+    """``query`` (decoded as osrm-routed decodes a URL: ``%XX`` only) encoded so that osrm-routed decodes it back.
+
+    Each character stands for one byte (latin-1); ``%`` is always encoded, so an encoded sequence in
+    the decoded query reaches osrm-routed's query parser as it reached ours.
+    """
+    return "".join(c if c in _URL_SAFE else f"%{ord(c):02X}" for c in query)
+
+
+@attrs.frozen
+class OsrmHttpOptions:
+    """The kind-specific part of an ``osrm-http`` source file.
+
+    ``http``: the servers and their time-outs and probes; ``cost``: the one cost the servers'
+    dataset computes; ``url_profile``: the profile segment of osrm-routed's URLs (osrm-routed
+    ignores it; a proxy in front may route on it).
+    """
+
+    http: HttpSettings
+    cost: OsrmCost
+    url_profile: str = "driving"
+
+
+class OsrmHttpSource(Source):
+    """OSRM answered by osrm-routed servers over HTTP (aiohttp, one connection pool per source)."""
+
+    kind = "osrm-http"
+    resource_type = "osrm"
+    options_class = OsrmHttpOptions
+    operations = frozenset({"route", "nearest"})
+    #: services of the native OSRM API this source answers: all, forwarded (roadkit_osrm.native.contract)
+    native_services = ("route", "nearest", "table", "trip", "match", "tile")
+    options: OsrmHttpOptions
+
+    def __init__(self, config: SourceConfig, options: OsrmHttpOptions, *, timeout: float = 10.0) -> None:
+        super().__init__(config, options, timeout=timeout)
+        self.servers: EngineServers | None = None
+        self._exclusions: dict[frozenset[str], bool] = {}
+
+    @classmethod
+    def parse_options(cls, config: SourceConfig) -> OsrmHttpOptions:
+        options: OsrmHttpOptions = super().parse_options(config)
+        problems = options.http.problems(str(config.path))
+        if not options.url_profile or "/" in options.url_profile:
+            problems.append(f"{config.path}: url_profile: expected one URL path segment (such as driving), got {options.url_profile!r}")
+        if problems:
+            raise ConfigurationError(problems)
+        return options
+
+    def costs(self) -> Sequence[Cost]:
+        return [Cost(self.options.cost.profile, self.options.cost.optimization)]
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        return mapping.constraint_problem(constraint_type)
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        # Asked to the servers' dataset as the in-process source asks its own (a blocking probe per
+        # set, remembered): the core asks while it builds the resources, outside any request.
+        servers = self.servers
+        if servers is None or not servers.up:
+            return None
+        return mapping.ban_combinations(fields, most, lambda classes: self._excludes(servers, classes))
+
+    def _excludes(self, servers: EngineServers, classes: frozenset[str]) -> bool:
+        known = self._exclusions.get(classes)
+        if known is None:
+            query = mapping.ban_probe(classes)
+            answer = servers.get_blocking(query.path(self.options.url_profile), query.params())
+            if answer is None:
+                return True  # not known now: a request with that set gets the engine's 400
+            known = mapping.EXCLUDE_UNSUPPORTED.encode() not in answer.body
+            self._exclusions[classes] = known
+        return known
+
+    async def connect(self) -> None:
+        if self.servers is not None:
+            await self.servers.close()
+        # Any coordinate snaps somewhere: a nearest request is osrm-routed's cheapest answer.
+        probe = f"/nearest/v1/{self.options.url_profile}/0,0"
+        self.servers = EngineServers(self.id, self.options.http, timeout=self.timeout, probe=probe, on_change=self._server_change)
+        try:
+            await self.servers.start()
+        except SourceUnavailable as exc:
+            self.fail(exc.message)
+            raise
+
+    def _server_change(self, up: bool, reason: str) -> None:
+        if up:
+            self.state, self.reason = SourceState.GREEN, ""
+        else:
+            self.fail(reason)
+
+    async def disconnect(self) -> None:
+        if self.servers is not None:
+            servers, self.servers = self.servers, None
+            await servers.close()
+        await super().disconnect()
+
+    def health(self) -> dict[str, Any]:
+        entry = super().health()
+        if self.servers is not None:
+            entry["servers"] = self.servers.health()
+        return entry
+
+    async def _get(self, path: str, params: dict[str, str]) -> Any:
+        """osrm-routed's parsed answer; an error answer raised as the in-process source raises it."""
+        servers = self.servers
+        if servers is None:
+            raise SourceUnavailable(f"source {self.id} is not connected")
+        answer = await servers.request("GET", path, params=params)
+        try:
+            data = orjson.loads(answer.body)
+            code = data["code"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            log.warning("source %s: %s answered HTTP %d without OSRM JSON: %.200r", self.id, answer.server, answer.status, answer.body)
+            raise EngineError(f"OSRM server of source {self.id} answered HTTP {answer.status} without an OSRM answer") from None
+        if answer.status != 200 or code != "Ok":
+            raise mapping.engine_error(str(code), str(data.get("message", "")))
+        return data
+
+    async def route(self, request: RouteRequest) -> RouteResponse:
+        query = mapping.RouteQuery.of(request)
+        return mapping.route_response(await self._get(query.path(self.options.url_profile), query.params()), query)
+
+    async def nearest(self, request: NearestRequest) -> NearestResponse:
+        query = mapping.NearestQuery.of(request)
+        return mapping.nearest_response(await self._get(query.path(self.options.url_profile), query.params()))
+
+    async def native(self, request: NativeRequest) -> NativeAnswer:
+        """osrm-routed's own answer: the native URL forwarded unchanged (with the servers' profile segment).
+
+        The requests osrm-routed would refuse before routing are refused here first, as the
+        in-process source refuses them, so that the resource's limits apply whatever the servers' are.
+        """
+        from roadkit_osrm.native.engine import refusal
+
+        _, refused = refusal(request)
+        if refused is not None:
+            return refused
+        servers = self.servers
+        if servers is None:
+            raise SourceUnavailable(f"source {self.id} is not connected")
+        path = f"/{request.service}/v{request.version}/{self.options.url_profile}/{encode_query(request.query)}"
+        answer = await servers.request("GET", path, encoded=True)
+        return NativeAnswer(answer.status, answer.body, answer.content_type)

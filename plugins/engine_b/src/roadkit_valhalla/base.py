@@ -1,0 +1,154 @@
+"""What every Valhalla source does the same way, whoever answers: costs, request bodies, answer reading, errors.
+
+The in-process source (``valhalla``, pyvalhalla Actors) and the remote one (``valhalla-http``,
+valhalla_service servers) differ only in how a request body reaches Valhalla and its JSON answer
+comes back (:meth:`ValhallaBase.ask`); both build the bodies and read the answers with
+:mod:`roadkit_valhalla.translate` and map Valhalla's error messages with :func:`engine_error`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from roadkit.config.models import SourceConfig
+from roadkit.errors import ConfigurationError, EngineError, NoIsochroneFound, NoPathFound, ParameterInvalid, RoadkitError
+from roadkit.model import (
+    Cost,
+    IsochroneRequest,
+    IsochroneResponse,
+    NearestRequest,
+    NearestResponse,
+    RouteRequest,
+    RouteResponse,
+)
+from roadkit.source import Source
+from roadkit_valhalla import translate
+from roadkit_valhalla.options import ValhallaCost, ValhallaLimits
+from roadkit_valhalla.preferences import PREFERENCE_OF_EXCLUSION, PREFERENCES_OF_COSTING, preference_option
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_NO_PATH = ("no path could be found", "no suitable edges", "unconnected regions", "no route", "cannot reach destination")
+
+
+class ResponseTooLarge(RoadkitError):
+    """The engine's answer is larger than the source's ``limits.max_response_bytes``."""
+
+    status = 400
+    code = "response_too_large"
+
+
+def too_large(size: int, limit: int, source_id: str) -> ResponseTooLarge:
+    """The error for an answer of ``size`` bytes over the source's limit."""
+    return ResponseTooLarge(
+        f"The engine's answer ({size} bytes) is larger than the {limit} bytes source {source_id} "
+        "accepts: ask for less (getSteps=false, fewer intermediates, a smaller costValue)"
+    )
+
+
+def engine_error(text: str, operation: str) -> RoadkitError:
+    """The roadkit error for Valhalla's error message: no path (404), a limit (400 naming the parameter), or 502.
+
+    ``text`` is the message an Actor raises, or the ``error`` of valhalla_service's answer: the same.
+    """
+    lowered = text.lower()
+    if any(marker in lowered for marker in _NO_PATH):
+        if operation == "isochrone":
+            return NoIsochroneFound(f"No isochrone found: {text}")
+        return NoPathFound(f"No path found: {text}")
+    if "date" in lowered and "time" in lowered:
+        return ParameterInvalid("date_time", text)
+    if "exceed" in lowered or "limit" in lowered:
+        name = {"isochrone": "costValue", "route": "end", "nearest": "coordinates"}[operation]
+        return ParameterInvalid(name, f"beyond what the engine accepts ({text})")
+    log.warning("Valhalla %s failed: %s", operation, text)
+    return EngineError(f"Valhalla could not answer: {text}")
+
+
+def operation_of(action: str) -> str:
+    """The roadkit operation of a Valhalla action (``locate`` answers ``nearest``)."""
+    return "nearest" if action == "locate" else action
+
+
+class ValhallaBase(Source):
+    """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
+
+    operations = frozenset({"route", "isochrone", "nearest"})
+
+    def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
+        super().__init__(config, options, timeout=timeout)
+        costs: tuple[ValhallaCost, ...] = options.costs
+        self._route_costs = {(c.profile, c.optimization): c for c in costs if c.optimization}
+        self._isochrone_costs = {(c.profile, c.cost_type): c for c in costs if c.cost_type}
+
+    @staticmethod
+    def check_projection(config: SourceConfig) -> None:
+        """Valhalla works in EPSG:4326 only: any other projection is a configuration error."""
+        if config.projection != "EPSG:4326":
+            raise ConfigurationError([f"{config.path}: projection: Valhalla works in EPSG:4326, got {config.projection!r}"])
+
+    @property
+    def valhalla_costs(self) -> tuple[ValhallaCost, ...]:
+        costs: tuple[ValhallaCost, ...] = self.options.costs
+        return costs
+
+    @property
+    def limits(self) -> ValhallaLimits:
+        limits: ValhallaLimits = self.options.limits
+        return limits
+
+    def costs(self) -> Sequence[Cost]:
+        return [Cost(c.profile, c.optimization, c.cost_type) for c in self.valhalla_costs]
+
+    def resolve_cost(self, cost: Cost) -> ValhallaCost:
+        """The Valhalla costing of a cost (route key first, then isochrone key)."""
+        found = None
+        if cost.optimization is not None:
+            found = self._route_costs.get((cost.profile, cost.optimization))
+        if found is None and cost.cost_type is not None:
+            found = self._isochrone_costs.get((cost.profile, cost.cost_type))
+        if found is None:
+            raise ParameterInvalid("profile", f"source {self.id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}")
+        return found
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        if constraint_type == "banned":
+            return None
+        option = preference_option(field)
+        if option is None:
+            return (
+                f"Valhalla weighs only {', '.join(sorted(PREFERENCE_OF_EXCLUSION))} or a use_* costing option; "
+                f"field {field!r} has no preference weight (allow only banned for it)"
+            )
+        costings = {cost.costing for cost in self.valhalla_costs}
+        if not any(option in PREFERENCES_OF_COSTING.get(costing, frozenset()) for costing in costings):
+            return f"none of the source's costings ({', '.join(sorted(costings))}) reads {option}"
+        return None
+
+    async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
+        """Send ``body`` to Valhalla's ``action`` and return ``read`` of its parsed JSON answer.
+
+        Raises :func:`engine_error`'s error for Valhalla's errors and ResponseTooLarge past
+        ``limits.max_response_bytes``.
+        """
+        raise NotImplementedError
+
+    async def route(self, request: RouteRequest) -> RouteResponse:
+        cost = self.resolve_cost(request.cost)
+        body = translate.route_body(request, cost)
+        return await self.ask("route", body, lambda answer: translate.route_response(answer, request, cost))
+
+    async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
+        cost = self.resolve_cost(request.cost)
+        body = translate.isochrone_body(request, cost)
+        return await self.ask("isochrone", body, lambda answer: translate.isochrone_response(answer, request))
+
+    async def nearest(self, request: NearestRequest) -> NearestResponse:
+        costs = self.valhalla_costs
+        costing = next((c.costing for c in costs if c.optimization), costs[0].costing)
+        radius = self.limits.nearest_radius if request.number > 1 else 0
+        body = translate.locate_body(request.point, costing, radius)
+        return await self.ask("locate", body, lambda answer: translate.nearest_response(answer, request.point, request.number))

@@ -1,0 +1,111 @@
+"""Databases of pgRouting sources: one asyncpg pool per database, shared by the sources that name it.
+
+A database is named by a database file or a DSN. Sources that name the same one (in the same event
+loop) share one pool, sized by the file's ``pool_size``; the pool closes when its last source
+disconnects. A database file with ``cluster`` runs a private PostgreSQL cluster in that folder
+(``roadkit.pgcluster``), started by the first source and stopped with the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import attrs
+
+from roadkit.pgcluster import PrivateCluster
+from roadkit_pgrouting.options import DatabaseFile, read_database_file
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = ("postgis", "pgrouting")
+
+
+@attrs.define
+class Database:
+    """An open database: its pool, its settings, and the private cluster it runs on (if any)."""
+
+    key: tuple[Any, ...]
+    settings: DatabaseFile
+    pool: asyncpg.Pool
+    cluster: PrivateCluster | None = None
+    users: int = 0
+
+
+_databases: dict[tuple[Any, ...], Database] = {}
+_lock: asyncio.Lock | None = None
+
+
+def describe(settings: DatabaseFile) -> str:
+    """The database as a user reads it in a message (never the password)."""
+    if settings.dsn:
+        return settings.dsn.split("@")[-1]
+    return f"{settings.host}:{settings.port or 5432}/{settings.database}"
+
+
+def settings_of(database_file: Path | None, dsn: str | None) -> DatabaseFile:
+    """The settings of a source's database: its file, or a DSN with the defaults."""
+    if database_file is not None:
+        return read_database_file(database_file)
+    return DatabaseFile(dsn=dsn)
+
+
+def start_cluster(settings: DatabaseFile) -> tuple[PrivateCluster, DatabaseFile]:
+    """Start (or join) the private cluster of a database file; settings pointed at it."""
+    assert settings.cluster is not None
+    cluster = PrivateCluster(settings.cluster)
+    cluster.start()
+    cluster.create_database(settings.database, EXTENSIONS)
+    return cluster, attrs.evolve(settings, host="127.0.0.1", port=cluster.port, user="postgres", password=None, dsn=None)
+
+
+async def _create_pool(settings: DatabaseFile) -> asyncpg.Pool:
+    kwargs: dict[str, Any] = {"min_size": 1, "max_size": settings.pool_size, "timeout": settings.connect_timeout,
+                              "command_timeout": None, "server_settings": {"application_name": "roadkit-pgrouting"}}
+    if settings.dsn:
+        return await asyncpg.create_pool(settings.dsn, **kwargs)
+    return await asyncpg.create_pool(host=settings.host, port=settings.port or 5432, database=settings.database,
+                                     user=settings.user, password=settings.password, **kwargs)
+
+
+async def open_database(key_path: Path | None, dsn: str | None) -> Database:
+    """The shared database of a source (opened on first use); raises when unreachable."""
+    global _lock
+    if _lock is None:
+        _lock = asyncio.Lock()
+    loop = asyncio.get_running_loop()
+    key = (str(key_path) if key_path else dsn, id(loop))
+    async with _lock:
+        database = _databases.get(key)
+        if database is None:
+            settings = settings_of(key_path, dsn)
+            cluster = None
+            if settings.cluster is not None:
+                cluster, settings = await loop.run_in_executor(None, start_cluster, settings)
+            try:
+                pool = await asyncio.wait_for(_create_pool(settings), settings.connect_timeout + 1)
+            except BaseException:
+                if cluster is not None:
+                    await loop.run_in_executor(None, cluster.stop)
+                raise
+            database = Database(key, settings, pool, cluster)
+            _databases[key] = database
+        database.users += 1
+        return database
+
+
+async def close_database(database: Database) -> None:
+    """One source is done with the database; the last one closes the pool (and stops its cluster)."""
+    database.users -= 1
+    if database.users > 0:
+        return
+    _databases.pop(database.key, None)
+    try:
+        await asyncio.wait_for(database.pool.close(), 5)
+    except (TimeoutError, OSError, asyncpg.PostgresError):
+        database.pool.terminate()
+    if database.cluster is not None:
+        await asyncio.get_running_loop().run_in_executor(None, database.cluster.stop)

@@ -1,0 +1,121 @@
+"""The SQL that turns osm2pgrouting's tables into Road2's pgRouting schema.
+
+``{stage}`` holds osm2pgrouting's output (``ways``, ``ways_vertices_pgr``, ``osm_ways`` with the
+OSM tags, ``configuration``); ``{new}`` receives Road2's schema: ``ways`` with ``cost_s_<profile>``,
+``reverse_cost_s_<profile>``, ``cost_m_<profile>``, ``reverse_cost_m_<profile>`` for ``car`` and
+``pedestrian`` (negative = not traversable that way), ``the_geom`` in EPSG:4326, ``importance``,
+attributes for constraints (``highway``, ``tunnel``, ``bridge``, ``toll``, ``maxspeed``), and
+``ways_vertices_pgr``. Placeholders are quoted identifiers, never user text.
+"""
+
+from __future__ import annotations
+
+CAR_CLASSES = (
+    "motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary", "secondary_link",
+    "tertiary", "tertiary_link", "unclassified", "residential", "living_street", "service", "road",
+)
+FOOT_EXCLUDED = ("motorway", "motorway_link")
+WALKING_SPEED_KMH = 4.0
+
+
+def _values(names: tuple[str, ...]) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
+WAYS = f"""
+CREATE TABLE {{new}}.ways AS
+SELECT w.gid AS id, w.osm_id, w.tag_id, w.length, w.length_m, coalesce(w.name, '') AS name,
+       w.source, w.target, w.x1, w.y1, w.x2, w.y2, w.one_way, c.tag_value AS highway,
+       coalesce(o.tags -> 'tunnel', 'no') NOT IN ('no', 'false', '0') AS tunnel,
+       coalesce(o.tags -> 'bridge', 'no') NOT IN ('no', 'false', '0') AS bridge,
+       coalesce(o.tags -> 'toll', 'no') = 'yes' AS toll,
+       w.maxspeed_forward AS maxspeed,
+       CASE WHEN c.tag_value IN ('motorway', 'motorway_link', 'trunk', 'trunk_link', 'primary', 'primary_link') THEN 1
+            WHEN c.tag_value IN ('secondary', 'secondary_link') THEN 2
+            WHEN c.tag_value IN ('tertiary', 'tertiary_link') THEN 3
+            WHEN c.tag_value IN ('unclassified', 'residential') THEN 4 ELSE 5 END AS importance,
+       (c.tag_value IN ({_values(CAR_CLASSES)})
+         AND coalesce(o.tags -> 'access', 'yes') NOT IN ('no', 'private')
+         AND coalesce(o.tags -> 'motor_vehicle', o.tags -> 'motorcar', 'yes') NOT IN ('no', 'private')) AS car,
+       (c.tag_value NOT IN ({_values(FOOT_EXCLUDED)})
+         AND coalesce(o.tags -> 'foot', CASE WHEN o.tags -> 'access' IN ('no', 'private') THEN 'no' ELSE 'yes' END)
+             NOT IN ('no', 'private', 'use_sidepath')) AS foot,
+       w.the_geom
+FROM {{stage}}.ways w
+JOIN {{stage}}.configuration c USING (tag_id)
+LEFT JOIN {{stage}}.osm_ways o ON o.osm_id = w.osm_id
+WHERE w.source IS NOT NULL AND w.target IS NOT NULL AND w.length_m > 0;
+
+ALTER TABLE {{new}}.ways
+  ADD COLUMN cost_m_car double precision, ADD COLUMN reverse_cost_m_car double precision,
+  ADD COLUMN cost_s_car double precision, ADD COLUMN reverse_cost_s_car double precision,
+  ADD COLUMN cost_m_pedestrian double precision, ADD COLUMN reverse_cost_m_pedestrian double precision,
+  ADD COLUMN cost_s_pedestrian double precision, ADD COLUMN reverse_cost_s_pedestrian double precision;
+
+-- one_way: 1 = along the geometry only, -1 = against it only (osm2pgrouting's reading of oneway tags
+-- and roundabouts). Cars keep to it, pedestrians walk both ways at {WALKING_SPEED_KMH:g} km/h.
+UPDATE {{new}}.ways SET
+  cost_m_car = CASE WHEN car AND one_way <> -1 THEN length_m ELSE -1 END,
+  reverse_cost_m_car = CASE WHEN car AND one_way <> 1 THEN length_m ELSE -1 END,
+  cost_s_car = CASE WHEN car AND one_way <> -1 THEN length_m * 3.6 / greatest(maxspeed, 5) ELSE -1 END,
+  reverse_cost_s_car = CASE WHEN car AND one_way <> 1 THEN length_m * 3.6 / greatest(maxspeed, 5) ELSE -1 END,
+  cost_m_pedestrian = CASE WHEN foot THEN length_m ELSE -1 END,
+  reverse_cost_m_pedestrian = CASE WHEN foot THEN length_m ELSE -1 END,
+  cost_s_pedestrian = CASE WHEN foot THEN length_m * 3.6 / {WALKING_SPEED_KMH} ELSE -1 END,
+  reverse_cost_s_pedestrian = CASE WHEN foot THEN length_m * 3.6 / {WALKING_SPEED_KMH} ELSE -1 END;
+
+ALTER TABLE {{new}}.ways ADD PRIMARY KEY (id);
+
+CREATE TABLE {{new}}.ways_vertices_pgr AS
+SELECT v.id, v.osm_id, v.cnt, v.chk, v.ein, v.eout, v.the_geom FROM {{stage}}.ways_vertices_pgr v
+WHERE EXISTS (SELECT 1 FROM {{new}}.ways w WHERE w.source = v.id OR w.target = v.id);
+ALTER TABLE {{new}}.ways_vertices_pgr ADD PRIMARY KEY (id);
+"""
+
+# Components of a profile's graph with fewer than {min} vertices are disabled for that profile: a
+# point snapped onto an island (a private car park, a footway on a roof) would find no path.
+COMPONENTS = """
+WITH comp AS (
+  SELECT component, node FROM pgr_strongComponents(
+    'SELECT id, source, target, cost_s_{profile} AS cost, reverse_cost_s_{profile} AS reverse_cost
+     FROM {new}.ways WHERE cost_s_{profile} > 0 OR reverse_cost_s_{profile} > 0')
+), small AS (
+  SELECT node FROM comp WHERE component IN (SELECT component FROM comp GROUP BY component HAVING count(*) < {min})
+)
+UPDATE {new}.ways SET cost_s_{profile} = -1, reverse_cost_s_{profile} = -1, cost_m_{profile} = -1,
+                      reverse_cost_m_{profile} = -1
+WHERE source IN (SELECT node FROM small) OR target IN (SELECT node FROM small)
+"""
+
+RESTRICTIONS_TABLE = """
+CREATE TABLE {new}.osm_restrictions (kind text, from_way bigint, via_node bigint, to_way bigint);
+"""
+
+# Road2's turn_restrictions: forbidden (id_from, id_to) edge pairs. "no_*" forbids the one turn;
+# "only_*" forbids every other edge leaving the via node.
+RESTRICTIONS = """
+CREATE TABLE {new}.turn_restrictions AS
+WITH r AS (
+  SELECT r.kind, r.from_way, r.to_way, v.id AS via
+  FROM {new}.osm_restrictions r JOIN {new}.ways_vertices_pgr v ON v.osm_id = r.via_node
+), pairs AS (
+  SELECT r.kind, r.to_way, f.id AS id_from, t.id AS id_to, t.osm_id AS to_osm
+  FROM r
+  JOIN {new}.ways f ON f.osm_id = r.from_way AND r.via IN (f.source, f.target)
+  JOIN {new}.ways t ON r.via IN (t.source, t.target) AND t.id <> f.id
+)
+SELECT row_number() OVER () AS id, id_from, id_to FROM (
+  SELECT DISTINCT id_from, id_to FROM pairs
+  WHERE (kind LIKE 'no_%' AND to_osm = to_way) OR (kind LIKE 'only_%' AND to_osm <> to_way)
+) s;
+DROP TABLE {new}.osm_restrictions;
+"""
+
+INDEXES = """
+CREATE INDEX ON {new}.ways USING gist (the_geom);
+CREATE INDEX ON {new}.ways (source);
+CREATE INDEX ON {new}.ways (target);
+CREATE INDEX ON {new}.ways (importance);
+CREATE INDEX ON {new}.ways_vertices_pgr USING gist (the_geom);
+CLUSTER {new}.ways USING ways_the_geom_idx;
+"""

@@ -1,0 +1,236 @@
+"""Source kind ``pgrouting``: routes, isochrones and nearest points on a pgRouting schema, through asyncpg.
+
+Each request is one short transaction on the database's shared pool: ``SET LOCAL`` of the source's
+statement time-out and of the request's values (see :mod:`roadkit_pgrouting.sql`), then the query.
+A lost database makes the source red at once (503 within the time-out, never a hang) and a
+background probe turns it green again when the database answers; no restart is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import asyncpg
+
+from roadkit.config.models import SourceConfig
+from roadkit.errors import EngineError, EngineTimeout, ParameterInvalid, RoadkitError, SourceUnavailable
+from roadkit.model import (
+    Cost,
+    IsochroneRequest,
+    IsochroneResponse,
+    NearestRequest,
+    NearestResponse,
+    RouteRequest,
+    RouteResponse,
+)
+from roadkit.source import Progress, Source, SourceState
+from roadkit_pgrouting import queries
+from roadkit_pgrouting.database import Database, close_database, describe, open_database
+from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
+
+log = logging.getLogger(__name__)
+
+# Errors that mean "the database is gone" (as opposed to "this query failed").
+_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
+         asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, ConnectionError)
+
+
+class PgRoutingSource(Source):
+    """A pgRouting graph (Road2's schema) in a PostgreSQL database shared with other sources."""
+
+    kind = "pgrouting"
+    options_class = PgOptions
+    operations = frozenset({"route", "isochrone", "nearest"})
+    constraint_key_types: ClassVar[dict[str, tuple[str, ...]]] = {
+        "name-pgr": ("=", "!="),
+        "numerical-pgr": ("=", "!=", ">", ">=", "<", "<="),
+    }
+    options: PgOptions
+    probe_interval: ClassVar[float] = 1.0
+
+    def __init__(self, config: SourceConfig, options: PgOptions, *, timeout: float = 10.0) -> None:
+        super().__init__(config, options, timeout=timeout)
+        self._database: Database | None = None
+        self._columns: dict[str, str] = {}
+        self._has_restrictions = False
+        self._probe: asyncio.Task[None] | None = None
+        self._route_costs = {(c.profile, c.optimization): c for c in options.costs if c.optimization}
+        self._isochrone_costs = {(c.profile, c.cost_type): c for c in options.costs if c.cost_type}
+
+    @classmethod
+    def parse_options(cls, config: SourceConfig) -> PgOptions:
+        return parse_options(config)
+
+    def costs(self) -> Sequence[Cost]:
+        return [Cost(c.profile, c.optimization, c.cost_type) for c in self.options.costs]
+
+    def resolve_cost(self, cost: Cost) -> PgCost:
+        """The columns of a cost (route key first, then isochrone key)."""
+        found = None
+        if cost.optimization is not None:
+            found = self._route_costs.get((cost.profile, cost.optimization))
+        if found is None and cost.cost_type is not None:
+            found = self._isochrone_costs.get((cost.profile, cost.cost_type))
+        if found is None:
+            raise ParameterInvalid("profile", f"source {self.id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}")
+        return found
+
+    @classmethod
+    def data_paths(cls, config: SourceConfig, options: PgOptions) -> Sequence[Path]:
+        return [options.storage.database] if options.storage.database else []
+
+    @classmethod
+    def prepare(cls, config: SourceConfig, options: PgOptions, *, force: bool, progress: Progress) -> bool:
+        from roadkit_pgrouting.prepare import prepare_source
+
+        return prepare_source(config, options, force=force, progress=progress)
+
+    # -- connection -----------------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        storage = self.options.storage
+        if storage.database is not None:
+            return f"database file {storage.database}"
+        return f"database {describe(self._database.settings) if self._database else storage.dsn}"
+
+    async def connect(self) -> None:
+        storage = self.options.storage
+        try:
+            self._database = await open_database(storage.database, storage.dsn)
+        except RoadkitError as exc:
+            self.fail(f"{self.where}: {exc.message}")
+            raise
+        except Exception as exc:
+            self.fail(f"cannot reach the {self.where}: {exc or type(exc).__name__}")
+            raise SourceUnavailable(self.reason) from None
+        try:
+            await self._check_schema()
+        except Exception:
+            await self._release()
+            raise
+        self.state = SourceState.GREEN
+        self.reason = ""
+
+    async def _check_schema(self) -> None:
+        """Every configured column must exist: a wrong name is a red source naming it, not a 500 later."""
+        assert self._database is not None
+        storage = self.options.storage
+        try:
+            async with self._database.pool.acquire(timeout=self.timeout) as conn:
+                rows = await conn.fetch(queries.COLUMNS, storage.schema, [storage.ways, storage.vertices, storage.restrictions])
+        except Exception as exc:
+            self.fail(f"cannot read schema {storage.schema} in the {self.where}: {exc or type(exc).__name__}")
+            raise SourceUnavailable(self.reason) from None
+        tables: dict[str, dict[str, str]] = {}
+        for row in rows:
+            tables.setdefault(row["table_name"], {})[row["column_name"]] = row["data_type"]
+        ways = tables.get(storage.ways, {})
+        if not ways:
+            self.fail(f"table {storage.schema}.{storage.ways} not found in the {self.where} (run 'roadkit prepare')")
+            raise SourceUnavailable(self.reason)
+        needed = {"id", "source", "target", "the_geom", storage.name_column}
+        for cost in self.options.costs:
+            needed.update(cost.columns())
+        needed.update(a.column for a in storage.attributes)
+        if storage.importance_column:
+            needed.add(storage.importance_column)
+        missing = sorted(needed - set(ways))
+        if missing:
+            self.fail(f"{storage.schema}.{storage.ways} has no column {', '.join(missing)} ({self.config.path})")
+            raise SourceUnavailable(self.reason)
+        if "the_geom" not in tables.get(storage.vertices, {}):
+            self.fail(f"table {storage.schema}.{storage.vertices} with a the_geom column not found in the {self.where}")
+            raise SourceUnavailable(self.reason)
+        self._columns = ways
+        self._has_restrictions = {"id_from", "id_to"} <= set(tables.get(storage.restrictions, {}))
+
+    async def _release(self) -> None:
+        if self._database is not None:
+            database, self._database = self._database, None
+            await close_database(database)
+
+    async def disconnect(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._probe
+            self._probe = None
+        await self._release()
+        await super().disconnect()
+
+    def _lost(self, exc: BaseException) -> SourceUnavailable:
+        """The database went away: red now, a probe brings the source back."""
+        self.fail(f"lost the {self.where}: {exc or type(exc).__name__}")
+        log.warning("source %s: %s", self.id, self.reason)
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.get_running_loop().create_task(self._probe_until_back())
+        return SourceUnavailable(f"The database of source {self.id} is unavailable: {exc or type(exc).__name__}")
+
+    async def _probe_until_back(self) -> None:
+        while self._database is not None and self.state is SourceState.RED:
+            await asyncio.sleep(self.probe_interval)
+            try:
+                async with self._database.pool.acquire(timeout=min(self.timeout, 2.0)) as conn:
+                    await conn.fetchval("SELECT 1", timeout=2.0)
+                await self._check_schema()
+            except Exception as exc:  # still down (or the schema is gone): try again later
+                log.debug("source %s: database still unavailable: %s", self.id, exc)
+                continue
+            self.state, self.reason = SourceState.GREEN, ""
+            log.info("source %s: the database is back, source green again", self.id)
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self, binder_settings: tuple[str, list[str]]) -> AsyncIterator[asyncpg.Connection]:
+        """A transaction with the statement time-out and the request's bound values set."""
+        if self.state is SourceState.RED or self._database is None:
+            raise SourceUnavailable(f"source {self.id} is unavailable: {self.reason or 'not connected'}")
+        statement, values = binder_settings
+        timeout_ms = str(int(self.timeout * 1000))
+        try:
+            async with self._database.pool.acquire(timeout=self.timeout) as conn, conn.transaction():
+                await conn.execute("SELECT set_config('statement_timeout', $1, true)", timeout_ms)
+                if values:
+                    await conn.execute(statement, *values)
+                yield conn
+        except asyncpg.QueryCanceledError:
+            raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
+        except TimeoutError as exc:
+            raise self._lost(exc) from None
+        except _LOST as exc:
+            raise self._lost(exc) from None
+        except asyncpg.PostgresError as exc:
+            log.warning("source %s: query failed: %s", self.id, exc)
+            raise EngineError(f"pgRouting could not answer: {exc}") from None
+
+    async def _bounded[T](self, coroutine: Any) -> T:
+        """Never wait longer than the time-out (plus a margin) for the database, even if it hangs."""
+        try:
+            result: T = await asyncio.wait_for(coroutine, self.timeout + 1.0)
+        except TimeoutError:
+            raise self._lost(TimeoutError(f"no answer within {self.timeout + 1.0:g} s")) from None
+        return result
+
+    # -- operations -----------------------------------------------------------------------------
+
+    async def route(self, request: RouteRequest) -> RouteResponse:
+        cost = self.resolve_cost(request.cost)
+        return await self._bounded(queries.route(self, request, cost))
+
+    async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
+        cost = self.resolve_cost(request.cost)
+        return await self._bounded(queries.isochrone(self, request, cost))
+
+    async def nearest(self, request: NearestRequest) -> NearestResponse:
+        return await self._bounded(queries.nearest(self, request))
+
+    def health(self) -> dict[str, Any]:
+        entry = super().health()
+        if self._database is not None:
+            entry["database"] = describe(self._database.settings)
+        return entry

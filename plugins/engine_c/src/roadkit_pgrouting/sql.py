@@ -1,0 +1,117 @@
+"""SQL building blocks: bound values, the edge query pgRouting reads, and constraint predicates.
+
+pgRouting functions take the SQL of the graph as *text* that they run themselves, so request values
+cannot be ``$n`` parameters there. Every request value is instead bound with ``set_config`` (a
+bound parameter of our own statement, local to the transaction) and the text refers to it as
+``current_setting('roadkit.pN')::<type>``. The only other text in that SQL is column and table names
+from the configuration, checked as identifiers and double-quoted. No text from a request reaches SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from roadkit.errors import EngineError
+from roadkit.model import Constraint
+from roadkit_pgrouting.options import IDENTIFIER, quote
+
+# Column types whose values are compared natively; other columns are compared as text.
+CASTS = {
+    "double precision": "float8", "real": "float4", "integer": "int4", "bigint": "int8", "smallint": "int2",
+    "numeric": "numeric", "text": "text", "character varying": "text", "character": "text", "boolean": "bool",
+}
+CONDITIONS = {
+    "equal": "=", "=": "=", "inequal": "<>", "!=": "<>", "greater": ">", "greatereq": ">=", "less": "<", "lesseq": "<=",
+    "like": "LIKE",
+}
+NUMERIC_OPERATORS = {"=": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
+_DOLLAR = re.compile(r"^\$(\w*)\$(.*)\$\1\$$", re.DOTALL)
+
+
+def literal_value(value: Any) -> Any:
+    """A condition value of a resource file as a plain value: Road2's ``$tag$text$tag$`` and ``'text'`` unwrapped."""
+    if isinstance(value, str):
+        match = _DOLLAR.match(value.strip())
+        if match:
+            return match.group(2)
+        if len(value) >= 2 and value[0] == value[-1] == "'":
+            return value[1:-1].replace("''", "'")
+    return value
+
+
+@attrs.define
+class Binder:
+    """Values bound for one transaction; ``ref`` gives the SQL text that reads one back."""
+
+    values: list[str] = attrs.field(factory=list)
+
+    def ref(self, value: Any, cast: str) -> str:
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, float):
+            text = repr(value)
+        else:
+            text = str(value)
+        self.values.append(text)
+        return f"current_setting('roadkit.p{len(self.values)}')::{cast}"
+
+    def array(self, values: Sequence[Any], cast: str) -> str:
+        """A bound array (``{1,2,3}``) of numbers."""
+        return self.ref("{" + ",".join(repr(float(v)) if cast.startswith("float") else str(int(v)) for v in values) + "}", f"{cast}[]")
+
+    def settings(self) -> tuple[str, list[str]]:
+        """The statement that binds every value (``SELECT set_config(...)``) and its arguments."""
+        calls = ", ".join(f"set_config('roadkit.p{i}', ${i}, true)" for i in range(1, len(self.values) + 1))
+        return f"SELECT {calls or 1}", list(self.values)
+
+
+def _column(columns: Mapping[str, str], name: str | None, what: str) -> tuple[str, str]:
+    """(quoted column, cast) of a constraint's column; a clear error when the graph lacks it."""
+    if not name or not IDENTIFIER.match(name) or name not in columns:
+        raise EngineError(f"the {what} refers to column {name!r}, which the graph's ways table does not have")
+    return quote(name), CASTS.get(columns[name], "text")
+
+
+def condition(constraint: Constraint, columns: Mapping[str, str], binder: Binder) -> str:
+    """The SQL that is true on the edges the constraint speaks of (NULL counts as false)."""
+    where = f"constraint key '{constraint.key}'"
+    if constraint.condition is None:  # numerical-pgr: the user's operator and number on the column
+        column, cast = _column(columns, constraint.field, where)
+        operator = NUMERIC_OPERATORS[constraint.operator]
+        numeric = cast in ("float8", "float4", "int4", "int8", "int2", "numeric")
+        # A text column holding numbers is compared as numbers; one that holds other text is an engine error.
+        left = column if numeric else f"{column}::float8"
+        return f"coalesce({left} {operator} {binder.ref(float(constraint.value), 'float8')}, false)"
+    condition_spec = constraint.condition if isinstance(constraint.condition, Mapping) else {}
+    column, cast = _column(columns, constraint.field, where)
+    compare = CONDITIONS.get(str(condition_spec.get("type", "equal")).lower())
+    if compare is None:
+        raise EngineError(f"{where}: condition type {condition_spec.get('type')!r} is not one of {', '.join(CONDITIONS)}")
+    value = literal_value(condition_spec.get("value"))
+    if compare == "LIKE" or cast == "text":
+        predicate = f"{column}::text {compare} {binder.ref(value, 'text')}"
+    else:
+        predicate = f"{column} {compare} {binder.ref(value, cast)}"
+    holds = f"coalesce({predicate}, false)"
+    # Road2: with '!=' the user speaks of the edges where the condition does NOT hold.
+    return f"NOT {holds}" if constraint.operator == "!=" and constraint.condition is not None else holds
+
+
+def banned(constraints: Sequence[Constraint], columns: Mapping[str, str], binder: Binder) -> list[str]:
+    """One predicate per banned constraint: the edges that stay in the graph."""
+    return [f"NOT ({condition(c, columns, binder)})" for c in constraints if c.type == "banned"]
+
+
+def weighted(cost: str, constraints: Sequence[Constraint], columns: Mapping[str, str], binder: Binder) -> str:
+    """``cost`` multiplied by the ratio of every prefer/avoid constraint that holds on the edge."""
+    expression = cost
+    for constraint in constraints:
+        if constraint.type in ("prefer", "avoid") and constraint.ratio is not None:
+            ratio = binder.ref(float(constraint.ratio), "float8")
+            # Negative costs mean "not this way": they stay negative whatever the ratio.
+            expression = f"{expression} * (CASE WHEN {condition(constraint, columns, binder)} THEN {ratio} ELSE 1 END)"
+    return expression

@@ -1,0 +1,210 @@
+"""Who may use the admin API: loopback-only writes without authentication, IAM JWTs with a role, static tokens."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from joserfc import jwt
+from joserfc.jwk import ECKey
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from roadkit.administrator import Administrator
+from roadkit.apis.admin import create_admin_app
+from roadkit.cli import main as roadkit_main
+from roadkit.config import load_server
+from roadkit.errors import ConfigurationError
+from roadkit.plugins import Plugins
+from roadkit.servers import ServerThread, bound_socket
+from tests.core.conftest import make_service, write
+from tests.core.test_publication import SOURCE_A
+
+OUTSIDE = ("192.0.2.7", 40000)  # a client that is not on this machine
+LOCAL = ("127.0.0.1", 40000)
+
+
+class Iam:
+    """A minimal IAM realm: discovery and a JWKS served over HTTP, tokens signed by its key."""
+
+    def __init__(self) -> None:
+        self.key = ECKey.generate_key("P-256", parameters={"kid": "k1"}, private=True)
+        sock = bound_socket()
+        self.issuer = f"http://127.0.0.1:{sock.getsockname()[1]}/realms/test"
+
+        async def discovery(request: Request) -> JSONResponse:
+            return JSONResponse({"issuer": self.issuer, "jwks_uri": f"{self.issuer}/protocol/openid-connect/certs"})
+
+        async def jwks(request: Request) -> JSONResponse:
+            return JSONResponse({"keys": [self.key.as_dict(private=False)]})
+
+        app = Starlette(routes=[
+            Route("/realms/test/.well-known/openid-configuration", discovery),
+            Route("/realms/test/protocol/openid-connect/certs", jwks),
+        ])
+        self.thread = ServerThread([(app, sock)])
+        self.thread.start(f"{self.issuer}/.well-known/openid-configuration")
+
+    def token(self, key: ECKey | None = None, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": self.issuer, "sub": "alice", "typ": "Bearer", "aud": "roadkit-admin", "iat": now, "exp": now + 300,
+                "realm_access": {"roles": ["roadkit-admin"]}} | claims
+        return jwt.encode({"alg": "ES256", "kid": "k1"}, body, key or self.key)
+
+
+@pytest.fixture(scope="module")
+def iam() -> Iterator[Iam]:
+    running = Iam()
+    yield running
+    running.thread.stop()
+
+
+def server(root: Path, auth: str = "", host: str = "127.0.0.1") -> Path:
+    make_service(root, port=1)
+    return write(root / "server.toml", f"""
+[administrator.listener]
+host = "{host}"
+port = 1
+{auth}
+[[services]]
+id = "main"
+configuration = "service.toml"
+mode = "same-process"
+""")
+
+
+@pytest.fixture
+async def make_client(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Any]:
+    """``make_client(auth_toml, client_address)``: an httpx client of the admin app (nothing started)."""
+    admins: list[Administrator] = []
+    clients: list[httpx.AsyncClient] = []
+
+    def make(auth: str = "", client: tuple[str, int] = OUTSIDE) -> httpx.AsyncClient:
+        admin = Administrator(load_server(server(tmp_path, auth)), plugins)
+        admins.append(admin)
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(create_admin_app(admin), client=client), base_url="http://admin/admin/1.0.0")
+        clients.append(http)
+        return http
+
+    yield make
+    for http in clients:
+        await http.aclose()
+    for admin in admins:
+        await admin.authenticator.close()
+
+
+def jwt_auth(iam: Iam, extra: str = "") -> str:
+    return f"""
+[administrator.auth]
+{extra}
+[administrator.auth.jwt]
+issuer = "{iam.issuer}"
+role = "roadkit-admin"
+audiences = ["roadkit-admin"]
+"""
+
+
+async def test_without_authentication_writes_are_accepted_only_from_loopback(make_client: Any) -> None:
+    outside, local = make_client(client=OUTSIDE), make_client(client=LOCAL)
+    for method, path in (("PUT", "/services/main/sources/a"), ("POST", "/services"), ("DELETE", "/services/main"),
+                         ("DELETE", "/services/main/resources/r"), ("GET", "/services/main/restart")):
+        refused = await outside.request(method, path, json=SOURCE_A)
+        assert refused.status_code == 403, (method, path)
+        assert "only from this machine (loopback)" in refused.json()["error"]["message"]
+    assert (await outside.get("/health")).status_code in (200, 503)  # reads stay open
+    assert (await outside.get("/services")).status_code == 200
+    allowed = await local.delete("/services/nope")
+    assert allowed.status_code == 404  # past the check: the service is unknown
+    ipv6 = make_client(client=("::1", 1))
+    assert (await ipv6.delete("/services/nope")).status_code == 404
+
+
+def test_the_server_refuses_a_reachable_admin_listener_without_authentication(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = server(tmp_path, host="0.0.0.0")
+    with pytest.raises(ConfigurationError) as refused:
+        load_server(path)
+    assert "administrator.listener.host: the admin API would listen on '0.0.0.0', which other machines can reach, with no authentication" in refused.value.message
+    assert roadkit_main(["serve", str(path)]) == 2
+    assert "Configure [administrator.auth]" in capsys.readouterr().err
+    tokens = tmp_path / "tokens"
+    tokens.write_text("")
+    load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "tokens"\n', host="0.0.0.0"))  # with authentication it may
+
+
+async def test_iam_tokens_wrong_expired_tampered_or_without_the_role(make_client: Any, iam: Iam) -> None:
+    client = make_client(jwt_auth(iam))
+    missing = await client.delete("/services/nope")
+    assert missing.status_code == 401
+    assert missing.headers["www-authenticate"] == 'Bearer realm="roadkit-admin"'
+
+    def bearer(token: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {token}"}
+
+    good = iam.token()
+    assert (await client.delete("/services/nope", headers=bearer(good))).status_code == 404  # accepted: unknown service
+    header, payload, signature = good.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=="))
+    forged = base64.urlsafe_b64encode(json.dumps(claims | {"sub": "mallory"}).encode()).rstrip(b"=").decode()
+    other_key = ECKey.generate_key("P-256", parameters={"kid": "k1"}, private=True)
+    cases = {
+        "garbage": ("not-a-token", "Invalid token"),
+        "malformed jwt": ("a.b.c", "Malformed token"),
+        "expired": (iam.token(exp=int(time.time()) - 60), "Token expired"),
+        "tampered": (f"{header}.{forged}.{signature}", "Invalid token signature"),
+        "another key": (iam.token(key=other_key), "Invalid token signature"),
+        "another issuer": (iam.token(iss="http://evil.example/realms/test"), "Invalid token issuer"),
+        "another audience": (iam.token(aud="someone-else"), "Invalid token audience"),
+    }
+    for name, (token, reason) in cases.items():
+        response = await client.put("/services/main/sources/a", json=SOURCE_A, headers=bearer(token))
+        assert response.status_code == 401, name
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith('Bearer realm="roadkit-admin", error="invalid_token"'), name
+        assert reason in challenge and reason in response.json()["error"]["message"], (name, challenge)
+    no_role = await client.delete("/services/nope", headers=bearer(iam.token(realm_access={"roles": ["user"]})))
+    assert no_role.status_code == 403 and "roadkit-admin" in no_role.json()["error"]["message"]
+    assert (await client.get("/services/main/restart")).status_code == 401  # Road2's restart is a write
+    assert (await client.get("/services")).status_code == 200  # reads are open unless protected
+    assert (await client.get("/openapi.json")).status_code == 200
+
+
+async def test_protected_reads_need_a_token(make_client: Any, iam: Iam) -> None:
+    client = make_client(jwt_auth(iam, "protect_reads = true"))
+    assert (await client.get("/services")).status_code == 401
+    assert (await client.get("/health")).status_code == 401
+    assert (await client.get("/services", headers={"authorization": f"Bearer {iam.token()}"})).status_code == 200
+    assert (await client.get("/openapi.json")).status_code == 200  # the API's description stays readable
+
+
+async def test_static_tokens_are_stored_as_salted_hashes(make_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tokens = tmp_path / "admin-tokens"
+    assert roadkit_main(["admin-token", "deploy-bot", "--file", str(tokens)]) == 0
+    token = capsys.readouterr().out.strip()
+    assert token.startswith("rkadm_") and len(token) > 40
+    stored = tokens.read_text()
+    assert token not in stored and "deploy-bot sha256$" in stored
+    assert tokens.stat().st_mode & 0o777 == 0o600
+    assert roadkit_main(["admin-token", "deploy-bot", "--file", str(tokens)]) == 2  # one token per name
+    client = make_client('[administrator.auth]\ntokens_file = "admin-tokens"\n')
+    assert (await client.delete("/services/nope", headers={"authorization": f"Bearer {token}"})).status_code == 404
+    wrong = await client.delete("/services/nope", headers={"authorization": f"Bearer {token[:-1]}x"})
+    assert wrong.status_code == 401 and "invalid_token" in wrong.headers["www-authenticate"]
+    assert (await client.delete("/services/nope", headers={"authorization": f"Basic {token}"})).status_code == 401
+
+
+def test_a_malformed_tokens_file_is_a_clear_error(tmp_path: Path, plugins: Plugins) -> None:
+    (tmp_path / "admin-tokens").write_text("deploy-bot plaintext-token\n")
+    with pytest.raises(ConfigurationError) as refused:
+        Administrator(load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "admin-tokens"\n')), plugins)
+    assert "admin-tokens: line 1: expected 'NAME sha256$SALT$DIGEST'" in refused.value.message
+    with pytest.raises(ConfigurationError) as missing:
+        load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "nowhere"\n'))
+    assert "administrator.auth.tokens_file: expected a file of token hashes" in missing.value.message

@@ -1,0 +1,124 @@
+"""Native OSRM API: resources, profiles and their aliases, Road2's URL shape, and roadkit's own errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from roadkit.app import create_app
+from roadkit.config import load_service
+from roadkit.plugins import Plugins
+
+START, END = "7.41337,43.72956", "7.41983,43.73115"
+COORDS = f"{START};{END}"
+
+
+def test_resources_lists_profiles_optimizations_aliases_and_services(client: TestClient) -> None:
+    response = client.get("/osrm/1.0.0/resources")
+    assert response.status_code == 200
+    resources = {r["id"]: r for r in response.json()}
+    osrm = resources["monaco-osrm"]
+    assert osrm["profiles"] == [
+        {"id": "car", "optimizations": [{"id": "fastest"}, {"id": "shortest"}], "aliases": ["driving"]},
+        {"id": "pedestrian", "optimizations": [{"id": "fastest"}], "aliases": ["foot", "walking"]},
+    ]
+    assert osrm["services"] == ["route", "nearest", "table", "trip", "match", "tile"]
+
+
+def _simple_distance(client: TestClient, profile: str, optimization: str) -> float:
+    response = client.get(
+        "/simple/1.0.0/route",
+        params={"resource": "monaco-osrm", "start": START, "end": END, "profile": profile, "optimization": optimization, "distanceUnit": "meter"},
+    )
+    assert response.status_code == 200, response.text
+    return float(response.json()["distance"])
+
+
+@pytest.mark.parametrize(
+    ("path", "profile", "optimization"),
+    [
+        (f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}", "car", "fastest"),
+        (f"/osrm/1.0.0/monaco-osrm/route/v1/driving/{COORDS}", "car", "fastest"),
+        (f"/osrm/1.0.0/monaco-osrm/route/v1/foot/{COORDS}.json", "pedestrian", "fastest"),
+        (f"/osrm/1.0.0/monaco-osrm/car/shortest/route/v1/_/{COORDS}", "car", "shortest"),
+        (f"/osrm/1.0.0/monaco-osrm/pedestrian/fastest/route/v1/_/{COORDS}?overview=false", "pedestrian", "fastest"),
+    ],
+)
+def test_the_profile_chooses_the_source(client: TestClient, path: str, profile: str, optimization: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json; charset=UTF-8"
+    route = response.json()["routes"][0]
+    assert route["distance"] == pytest.approx(_simple_distance(client, profile, optimization), abs=0.05)
+
+
+def test_shortest_and_fastest_differ_through_road2_urls(client: TestClient) -> None:
+    far = "7.37612,43.75813;7.45165,43.73148"
+    fastest = client.get(f"/osrm/1.0.0/monaco-osrm/car/fastest/route/v1/_/{far}").json()["routes"][0]
+    shortest = client.get(f"/osrm/1.0.0/monaco-osrm/car/shortest/route/v1/_/{far}").json()["routes"][0]
+    assert shortest["distance"] < fastest["distance"]
+
+
+def test_unknown_profile_names_the_known_ones(client: TestClient) -> None:
+    response = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/bike/{COORDS}")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "InvalidProfile",
+        "message": "Profile bike not found on resource monaco-osrm (known: car, driving, foot, pedestrian, walking)",
+    }
+    road2 = client.get(f"/osrm/1.0.0/monaco-osrm/pedestrian/shortest/route/v1/_/{COORDS}")
+    assert road2.status_code == 400 and "Profile pedestrian/shortest not found" in road2.json()["message"]
+
+
+def test_unknown_resource_is_a_404(client: TestClient) -> None:
+    response = client.get(f"/osrm/1.0.0/nowhere/route/v1/car/{COORDS}")
+    assert response.status_code == 404
+    assert response.json() == {"code": "InvalidResource", "message": "Resource 'nowhere' does not exist on this service"}
+
+
+def test_flatbuffers_output_is_refused_clearly(client: TestClient) -> None:
+    response = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}.flatbuffers")
+    assert response.status_code == 400
+    assert response.json() == {"code": "InvalidOptions", "message": "The flatbuffers output format is not available on this service"}
+
+
+def test_osrm_errors_keep_osrm_routed_codes(client: TestClient) -> None:
+    cases = {
+        f"/osrm/1.0.0/monaco-osrm/foo/v1/car/{COORDS}": ("InvalidService", "Service foo not found!"),
+        f"/osrm/1.0.0/monaco-osrm/route/v2/car/{COORDS}": ("InvalidVersion", "Service route not found!"),
+        f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}?steps=maybe": ("InvalidQuery", "Query string malformed close to position 54"),
+        "/osrm/1.0.0/monaco-osrm/route/v1/car/7.41,43.73": ("InvalidOptions", "Number of coordinates needs to be at least two."),
+        "/osrm/1.0.0/monaco-osrm/route/v1/car/7.41,43.73;1,100": ("InvalidValue", "Invalid coordinate value."),
+        f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}?radiuses=0.1;0.1": ("NoSegment", "Could not find a matching segment for coordinate 0"),
+    }
+    for path, (code, message) in cases.items():
+        response = client.get(path)
+        assert (response.status_code, response.json()) == (400, {"code": code, "message": message}), path
+
+
+def test_the_index_and_unknown_paths(client: TestClient) -> None:
+    assert client.get("/osrm/1.0.0/").json()["resources"] == "/osrm/1.0.0/resources"
+    assert client.post("/osrm/1.0.0/resources").status_code in (404, 405)
+
+
+def test_the_demo_serves_the_native_api() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "monaco"
+    apis = {(a.name, a.version) for a in load_service(example / "service.toml").apis}
+    assert ("osrm", "1.0.0") in apis
+
+
+def test_bad_native_settings_name_the_file_and_key(osrm_example: Path, tmp_path: Path) -> None:
+    example = tmp_path / "monaco"
+    shutil.copytree(osrm_example, example, symlinks=True)
+    resource = example / "resources" / "monaco-osrm.resource"
+    resource.write_text(resource.read_text().replace("max_table_size = 100", 'max_table_size = "big"\nmax_tables = 3'))
+    with TestClient(create_app(load_service(example / "service.toml"), Plugins.create())) as client:
+        response = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}")
+        assert client.get(f"/simple/1.0.0/route?resource=monaco-osrm&start={START}&end={END}").status_code == 200
+    assert response.status_code == 503
+    message = response.json()["message"]
+    assert f"{resource}: apis.osrm.limits.max_table_size: expected an integer (-1 for unlimited), got 'big'" in message
+    assert f"{resource}: apis.osrm.limits.max_tables: unknown limit" in message

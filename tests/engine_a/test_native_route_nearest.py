@@ -1,0 +1,54 @@
+"""Native OSRM API: route and nearest answer as osrm-routed does on the same data and URLs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from roadkit.app import create_app
+from roadkit.config import load_service
+from roadkit.plugins import Plugins
+from tests.engine_a.native_support import Routed, compare, encode, generate, routed, write_native_service
+
+__all__ = ["routed"]
+URLS_PER_SERVICE = 250
+
+
+@pytest.fixture(scope="module")
+def native(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = write_native_service(osrm_example, tmp_path_factory.mktemp("native"))
+    with TestClient(create_app(load_service(path), Plugins.create()), base_url="http://testserver") as client:
+        yield client
+
+
+def native_get(client: TestClient, url: str) -> tuple[int, str, bytes]:
+    response = client.get(f"/osrm/1.0.0/diff{url}")
+    return response.status_code, response.headers.get("content-type", ""), response.content
+
+
+def differential(service: str, routed: Routed, native: TestClient, count: int = URLS_PER_SERVICE) -> dict[int, int]:
+    """``count`` generated URLs answered by both; every difference is reported. Returns statuses seen."""
+    rng = random.Random(f"roadkit-native-{service}")
+    failures: list[str] = []
+    statuses: dict[int, int] = {}
+    for _ in range(count):
+        url = encode(generate(service, rng))
+        expected = routed.get(url)
+        statuses[expected[0]] = statuses.get(expected[0], 0) + 1
+        try:
+            compare(url, expected, native_get(native, url))
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, f"{len(failures)} of {count} answers differ:\n" + "\n".join(failures[:8])
+    return statuses
+
+
+@pytest.mark.parametrize("service", ["route", "nearest"])
+def test_native_answers_equal_osrm_routed(service: str, routed: Routed, native: TestClient) -> None:
+    statuses = differential(service, routed, native)
+    # the generator reaches both kinds of answers, or the comparison proves little
+    assert statuses.get(200, 0) >= URLS_PER_SERVICE // 4 and statuses.get(400, 0) >= URLS_PER_SERVICE // 10, statuses

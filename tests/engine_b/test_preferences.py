@@ -1,0 +1,137 @@
+"""prefer / avoid constraints on Valhalla: applied as use_* costing options, with an effect on real routes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from roadkit.config import load_service
+from roadkit.errors import ConfigurationError
+from roadkit.plugins import Plugins
+from roadkit.service import Service
+from roadkit_valhalla.preferences import preference_value
+from tests.engine_b.conftest import client_of
+
+ROUTE = "/simple/1.0.0/route"
+# Starts on the A8 motorway (La Provençale) above Monaco: the fastest way stays on it.
+ON_THE_MOTORWAY = {"start": "7.36305,43.74436", "end": "7.43819,43.75549"}
+# Down to the coast: the fastest way keeps off the motorway, a strong enough liking takes it.
+DOWN_TO_THE_COAST = {"start": "7.36305,43.74436", "end": "7.36348,43.72998"}
+
+PREFERENCE_KEY = (
+    '  { keyType = "name-valhalla", key = "roads", availableConstraintType = ["banned", "prefer", "avoid"], availableValues = [\n'
+    '    { value = "autoroute", field = "exclude_highways" }, { value = "peage", field = "exclude_tolls" } ] },\n'
+)
+END_OF_ROUTE_KEYS = "  ] },\n]\n\n[operations.isochrone]"
+
+
+def with_preferences(example: Path) -> Path:
+    """The example's resource with a second route constraint key that allows prefer and avoid."""
+    resource = example / "resources" / "monaco-valhalla.resource"
+    text = resource.read_text()
+    assert END_OF_ROUTE_KEYS in text
+    resource.write_text(text.replace(END_OF_ROUTE_KEYS, "  ] },\n" + PREFERENCE_KEY + "]\n\n[operations.isochrone]", 1))
+    return resource
+
+
+@pytest.fixture(scope="module")
+def prefs_example(tmp_path_factory: pytest.TempPathFactory, valhalla_example: Path) -> Path:
+    target = tmp_path_factory.mktemp("prefs") / "example"
+    shutil.copytree(valhalla_example, target, symlinks=True)
+    with_preferences(target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def prefs(prefs_example: Path) -> Iterator[TestClient]:
+    with client_of(prefs_example) as test_client:
+        yield test_client
+
+
+def route(client: TestClient, **params: Any) -> Any:
+    response = client.get(ROUTE, params={"resource": "monaco-valhalla", "getSteps": "false", **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def constraint(ctype: str, value: str, ratio: float | None = None) -> str:
+    body: dict[str, Any] = {"constraintType": ctype, "key": "roads", "operator": "=", "value": value}
+    if ratio is not None:
+        body["costRatio"] = ratio
+    return json.dumps(body)
+
+
+def test_cost_ratios_map_to_valhalla_preferences() -> None:
+    assert preference_value("use_highways", 1.0) == 0.5 and preference_value("use_tolls", 1.0) == 0.5
+    assert preference_value("use_highways", 9.0) == 0.0 and preference_value("use_highways", 100.0) == 0.0
+    assert preference_value("use_highways", 0.8) == 1.0  # Valhalla favours highways by at most 12.5 %
+    assert preference_value("use_highways", 1.2) == pytest.approx(0.4209, abs=1e-4)  # 8·(1 − 2u)² = 0.2
+    assert preference_value("use_tolls", 3.0) == 0.25 and preference_value("use_ferry", 2.0) == 0.25
+
+
+def test_avoid_takes_a_route_off_the_motorway(prefs: TestClient, actor: Any) -> None:
+    free = route(prefs, **ON_THE_MOTORWAY)
+    avoided = route(prefs, **ON_THE_MOTORWAY, constraints=constraint("avoid", "autoroute", 9))
+    assert avoided["constraints"] == [{"type": "avoid", "key": "roads", "operator": "=", "value": "autoroute"}]
+    assert avoided["geometry"] != free["geometry"] and avoided["distance"] > free["distance"] * 1.1
+    start, end = ([float(v) for v in ON_THE_MOTORWAY[k].split(",")] for k in ("start", "end"))
+    body = {"locations": [{"lon": start[0], "lat": start[1]}, {"lon": end[0], "lat": end[1]}], "costing": "auto",
+            "costing_options": {"auto": {"use_highways": 0.0}}, "directions_options": {"format": "osrm"}}
+    direct = json.loads(actor.route(json.dumps(body)))["routes"][0]
+    assert avoided["distance"] == pytest.approx(direct["distance"], rel=1e-6)
+    # A mild avoidance (the resource's default ratio 1.2) is not worth the detour here.
+    assert route(prefs, **ON_THE_MOTORWAY, constraints=constraint("avoid", "autoroute"))["distance"] == free["distance"]
+
+
+def test_prefer_takes_the_motorway_when_it_is_close_enough(prefs: TestClient) -> None:
+    free = route(prefs, **DOWN_TO_THE_COAST)
+    preferred = route(prefs, **DOWN_TO_THE_COAST, constraints=constraint("prefer", "autoroute"))
+    assert preferred["geometry"] != free["geometry"]
+    assert preferred["duration"] > free["duration"]  # slower, but on the preferred ways
+
+
+def test_a_preference_the_profile_does_not_read_is_a_400(prefs: TestClient) -> None:
+    response = prefs.get(ROUTE, params={"resource": "monaco-valhalla", "profile": "pedestrian", **ON_THE_MOTORWAY, "constraints": constraint("avoid", "autoroute")})
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "Parameter 'constraints' is invalid: avoid roads=autoroute can't be applied to profile 'pedestrian' (Valhalla costing pedestrian has no use_highways option)"
+    )
+
+
+def test_capabilities_advertise_prefer_and_avoid(prefs: TestClient) -> None:
+    resource = prefs.get("/simple/1.0.0/getcapabilities").json()["resources"][0]
+    route_op = next(op for op in resource["availableOperations"] if op["id"] == "route")
+    keys = next(p for p in route_op["availableParameters"] if p["id"] == "constraints")["values"]["keys"]
+    assert {"key": "roads", "availableConstraintType": ["banned", "prefer", "avoid"], "availableOperators": ["="], "values": ["autoroute", "peage"]} in keys
+
+
+def test_a_preference_valhalla_has_no_weight_for_is_refused_in_the_configuration(prefs_example: Path, tmp_path: Path) -> None:
+    example = tmp_path / "example"
+    shutil.copytree(prefs_example, example, symlinks=True)
+    resource = example / "resources" / "monaco-valhalla.resource"
+    resource.write_text(resource.read_text().replace('{ value = "peage", field = "exclude_tolls" }', '{ value = "tunnel", field = "exclude_tunnels" }'))
+    service = Service(load_service(example / "service.toml"), Plugins.create())
+
+    async def start() -> None:
+        try:
+            await service.start()
+        finally:
+            await service.stop()
+
+    with pytest.raises(ConfigurationError) as caught:
+        asyncio.run(start())
+    assert caught.value.problems == [
+        f"{resource}: operations.route.constraints.keys[key=roads].availableConstraintType: 'prefer' is not applied by source "
+        "'monaco-valhalla' (valhalla): Valhalla weighs only exclude_ferries, exclude_highways, exclude_tolls or a use_* costing option; "
+        "field 'exclude_tunnels' has no preference weight (allow only banned for it)",
+        f"{resource}: operations.route.constraints.keys[key=roads].availableConstraintType: 'avoid' is not applied by source "
+        "'monaco-valhalla' (valhalla): Valhalla weighs only exclude_ferries, exclude_highways, exclude_tolls or a use_* costing option; "
+        "field 'exclude_tunnels' has no preference weight (allow only banned for it)",
+    ]

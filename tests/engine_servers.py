@@ -1,0 +1,211 @@
+"""Engine servers for the remote-source tests: osrm-routed and valhalla_service on free ports, and a loopback proxy.
+
+Every server runs in its own process group and is stopped by its pid, so a test that kills one
+never touches another engineer's (or another test's) servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import attrs
+import pytest
+from aiohttp import web
+
+# urllib without the environment's proxies: a test that sets HTTP_PROXY still reaches its servers directly.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EngineServer:
+    """One engine server process on ``127.0.0.1:port``; ``probe`` is a path it answers when ready."""
+
+    def __init__(self, name: str, command: Sequence[str], port: int, probe: str, *, log: Path | None = None) -> None:
+        self.name = name
+        self.command = list(command)
+        self.port = port
+        self.probe = probe
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> EngineServer:
+        """Start the process and wait until it answers ``probe`` (any HTTP status)."""
+        out = self.log.open("ab") if self.log else subprocess.DEVNULL
+        self.process = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode} before it answered: {self.command}")
+            try:
+                with _DIRECT.open(self.url + self.probe, timeout=2):
+                    return self
+            except urllib.error.HTTPError:
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"{self.name} did not answer on {self.url} within {timeout} s") from None
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL), as a crash would."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+def osrm_routed(dataset: Path, algorithm: str = "CH", port: int | None = None) -> EngineServer:
+    """osrm-routed of the osrm-bindings wheel on ``dataset`` (not started)."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "osrm", "routed", "--ip", "127.0.0.1", "--port", str(port), "--threads", "2"]
+    command += ["--algorithm", algorithm, "--verbosity", "WARNING", str(dataset)]
+    return EngineServer("osrm-routed", command, port, "/nearest/v1/driving/0,0")
+
+
+def valhalla_service(config: Path, workdir: Path, port: int | None = None, threads: int = 2) -> EngineServer:
+    """valhalla_service of the pyvalhalla wheel on the tiles of ``config`` (not started)."""
+    import valhalla
+
+    port = port or free_port()
+    data = json.loads(config.read_text())
+    data["httpd"]["service"].update(
+        {
+            "listen": f"tcp://127.0.0.1:{port}",
+            "loopback": f"ipc://{workdir}/loopback-{port}",
+            "interrupt": f"ipc://{workdir}/interrupt-{port}",
+        }
+    )
+    path = workdir / f"valhalla-service-{port}.json"
+    path.write_text(json.dumps(data))
+    binary = Path(valhalla.__file__).parent / "bin" / "valhalla_service"
+    return EngineServer("valhalla_service", [str(binary), str(path), str(threads)], port, "/status")
+
+
+@contextmanager
+def running(*servers: EngineServer) -> Iterator[list[EngineServer]]:
+    """Start every server; stop them all on the way out, whatever happened."""
+    started: list[EngineServer] = []
+    try:
+        for server in servers:
+            started.append(server.start())
+        yield started
+    finally:
+        for server in servers:
+            server.stop()
+
+
+class LoopbackProxy:
+    """A forward HTTP proxy on the loopback that records the URL of every request it forwards."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.url = ""
+        self._runner: web.ServerRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    async def _forward(self, request: web.BaseRequest) -> web.StreamResponse:
+        # A forward proxy receives the absolute URL in the request line.
+        target = str(request.url)
+        self.seen.append(target)
+        assert self._session is not None
+        body = await request.read()
+        async with self._session.request(
+            request.method, target, data=body or None, headers={"Content-Type": request.content_type}
+        ) as answer:
+            payload = await answer.read()
+            return web.Response(status=answer.status, body=payload, content_type=answer.content_type)
+
+    async def start(self) -> LoopbackProxy:
+        # trust_env=False: the proxy itself connects directly, whatever the test put in HTTP_PROXY.
+        self._session = aiohttp.ClientSession(trust_env=False)
+        self._runner = web.ServerRunner(web.Server(self._forward))
+        await self._runner.setup()
+        port = free_port()
+        await web.TCPSite(self._runner, "127.0.0.1", port).start()
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+
+@contextmanager
+def silent_listener() -> Iterator[str]:
+    """A base URL whose socket accepts connections (kernel backlog) but never answers: a hung server."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
+def plain(value: Any) -> Any:
+    """Responses (attrs classes), tuples and lists as plain dicts and lists, to compare."""
+    if attrs.has(type(value)):
+        return {k: plain(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def same(a: Any, b: Any, path: str = "") -> None:
+    """Assert ``a`` equals ``b``, numbers to 10 significant digits (osrm-routed prints ``%.10g``).
+
+    An engine server's JSON prints its doubles with fewer digits than the binding returns them
+    (370.7 against 370.70000000000005): the rest must be equal.
+    """
+    a, b = plain(a), plain(b)
+    if isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, int | float) and isinstance(b, int | float), f"{path}: {a!r} != {b!r}"
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-9), f"{path}: {a!r} != {b!r}"
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{path}: keys {sorted(a)} != {sorted(b)}"
+        for key in a:
+            same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{path}: {len(a)} items != {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
