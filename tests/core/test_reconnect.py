@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +92,17 @@ def test_a_source_red_at_start_is_retried_and_its_resource_appears_when_it_conne
         assert capabilities["resources"] == []
         route = {"resource": "gated", "start": "0,0", "end": "1,1"}
         assert client.get("/simple/1.0.0/route", params=route).status_code == 400
-        wait_for(lambda: service.health()["sources"][0].get("connection", {}).get("attempts", 0) >= 3)
+        def waiting_after_three_failures() -> bool:
+            connection = service.health()["sources"][0].get("connection", {})
+            return bool(connection.get("attempts", 0) >= 3 and "nextRetry" in connection)
+
+        wait_for(waiting_after_three_failures)
         (entry,) = service.health()["sources"]
         assert entry["state"] == "red" and entry["reason"] == f"no data at {data}"
         connection = entry["connection"]
         assert connection["lastError"] == f"no data at {data}"
-        assert connection["nextRetry"].endswith("Z") or connection["attempts"] >= 3
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", connection["nextRetry"])
+        assert datetime.fromisoformat(connection["nextRetry"]) <= datetime.now(UTC) + timedelta(seconds=2)  # capped at 0.2 s
         data.write_bytes(b"ready")
         wait_for(lambda: "gated" in service.resources)
         health = service.health()

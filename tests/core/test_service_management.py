@@ -200,3 +200,36 @@ async def test_a_changed_service_reloads_under_load_without_a_failed_request(adm
     outcomes = [outcome for task in clients for outcome in await task]
     failed = [o for o in outcomes if o != 200]
     assert len(outcomes) > 20 and failed == [], f"{len(outcomes)} requests, failed: {failed[:10]}"
+
+
+async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, plugins: Plugins) -> None:
+    import json
+    import shutil
+
+    admin_port, service_port = free_port(), free_port()
+    make_service(tmp_path, port=service_port)
+    shutil.copy(Path(__file__).parent / "road2" / "log4js-administration.json", tmp_path)
+    path = write(tmp_path / "road2.json", json.dumps({"administration": {
+        "api": {"name": "admin", "version": "1.0.0"},
+        "services": [{"id": "main", "configuration": "./service.toml", "creationType": "sameProcess"}],
+        "network": {"server": {"id": "administrator", "https": "false", "host": "127.0.0.1", "port": str(admin_port)}},
+        "logs": {"configuration": "./log4js-administration.json"},
+    }}))
+    before = path.read_text()
+    admin = Administrator(load_server(path), plugins)
+    await admin.start()
+    try:
+        base = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
+        async with httpx.AsyncClient(timeout=10) as c:
+            refused = await c.post(f"{base}/services", json={"id": "second", "configuration": configuration(free_port())})
+            assert refused.status_code == 409 and "Road2 administration file" in refused.json()["error"]["message"]
+            assert (await c.delete(f"{base}/services/main")).status_code == 409
+            same = configuration(service_port, application={"name": "t", "title": "Changed", "description": "d"})
+            same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            changed = await c.put(f"{base}/services/main", json={"configuration": same})  # the service file itself may change
+            assert changed.status_code == 200, changed.text
+            assert (await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        assert path.read_text() == before
+        assert not (tmp_path / "second.service.toml").exists()
+    finally:
+        await admin.stop()

@@ -32,6 +32,7 @@ LIMITS = {
     "max-nearest-size": 5,
     "max-nearest-locations": 3,
     "max-alternatives": 2,
+    "max-matching-radius": 150,
 }
 BBOX = (7.405, 43.725, 7.440, 43.750)
 B64 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
@@ -89,6 +90,7 @@ class Routed:
 
 @pytest.fixture(scope="session")
 def routed(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
+    """osrm-routed on the car dataset (CH), as resource ``diff`` serves it."""
     server = Routed(osrm_datasets["car-fastest"])
     try:
         yield server
@@ -96,17 +98,28 @@ def routed(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def routed_mld(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
+    """osrm-routed on the pedestrian dataset (MLD), as resource ``diffmld`` serves it."""
+    server = Routed(osrm_datasets["pedestrian-fastest"], "MLD")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def write_native_service(example: Path, target: Path) -> Path:
-    """A service on the Monaco OSRM sources with a resource ``diff`` (car fastest) limited like ``Routed``."""
+    """A service on the Monaco OSRM sources with resources ``diff`` (car, CH) and ``diffmld`` (pedestrian, MLD) limited like ``Routed``."""
     target.mkdir(parents=True, exist_ok=True)
     (target / "resources").mkdir(exist_ok=True)
     limits = "\n".join(f"{k.replace('-', '_')} = {v}" for k, v in LIMITS.items())
-    (target / "resources" / "diff.resource").write_text(
-        'id = "diff"\ntype = "osrm"\ndescription = "differential tests"\nsources = ["monaco-osrm-car-fastest"]\n'
-        '[operations.nearest]\n'
-        '[apis.osrm]\nprofiles = { driving = "car" }\n'
-        f"[apis.osrm.limits]\n{limits}\n"
-    )
+    for rid, source, profile in (("diff", "monaco-osrm-car-fastest", "car"), ("diffmld", "monaco-osrm-pedestrian-fastest", "pedestrian")):
+        (target / "resources" / f"{rid}.resource").write_text(
+            f'id = "{rid}"\ntype = "osrm"\ndescription = "differential tests"\nsources = ["{source}"]\n'
+            "[operations.nearest]\n"
+            f'[apis.osrm]\nprofiles = {{ driving = "{profile}" }}\n'
+            f"[apis.osrm.limits]\n{limits}\n"
+        )
     service = (example / "service.toml").read_text()
     service = service.replace('resources = ["resources"]', f'resources = ["resources", "{target / "resources"}"]')
     path = example / "service-native.toml"
@@ -207,7 +220,7 @@ def _base_options(rng: random.Random, n: int) -> dict[str, Callable[[], str]]:
         "bearings": lambda: _list(
             rng, n, lambda: rng.choice(["", f"{rng.randint(0, 360)},{rng.randint(0, 180)}", "400,10", "10,200", "90", "-5,10", "99999,1", f"{rng.randint(0, 360)},{rng.randint(0, 180)}"])
         ),
-        "hints": lambda: _list(rng, n, lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112))], ["abc"], 0.1)),
+        "hints": lambda: _list(rng, n, lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112 * rng.choice([1, 1, 2])))], ["abc", "B" * 114], 0.1)),
         "approaches": lambda: _list(rng, n, lambda: pick(rng, ["", "curb", "unrestricted", "opposite"], ["foo"], 0.1)),
         "generate_hints": lambda: pick(rng, ["true", "false"], ["TRUE", "1"]),
         "skip_waypoints": lambda: pick(rng, ["true", "false"], ["x"]),

@@ -79,10 +79,12 @@ def test_unknown_resource_is_a_404(client: TestClient) -> None:
     assert response.json() == {"code": "InvalidResource", "message": "Resource 'nowhere' does not exist on this service"}
 
 
-def test_flatbuffers_output_is_refused_clearly(client: TestClient) -> None:
+def test_what_the_binding_cannot_do_is_refused_clearly(client: TestClient) -> None:
     response = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}.flatbuffers")
     assert response.status_code == 400
     assert response.json() == {"code": "InvalidOptions", "message": "The flatbuffers output format is not available on this service"}
+    by_legs = client.get(f"/osrm/1.0.0/monaco-osrm/trip/v1/car/{COORDS}?overview=by_legs")
+    assert (by_legs.status_code, by_legs.json()) == (400, {"code": "InvalidOptions", "message": "overview=by_legs is not available on this service"})
 
 
 def test_osrm_errors_keep_osrm_routed_codes(client: TestClient) -> None:
@@ -122,3 +124,31 @@ def test_bad_native_settings_name_the_file_and_key(osrm_example: Path, tmp_path:
     message = response.json()["message"]
     assert f"{resource}: apis.osrm.limits.max_table_size: expected an integer (-1 for unlimited), got 'big'" in message
     assert f"{resource}: apis.osrm.limits.max_tables: unknown limit" in message
+
+
+def test_a_republished_resource_brings_its_new_native_settings(osrm_example: Path, tmp_path: Path) -> None:
+    example = tmp_path / "monaco"
+    shutil.copytree(osrm_example, example, symlinks=True)
+    resource = example / "resources" / "monaco-osrm.resource"
+    three = "7.41337,43.72956;7.41983,43.73115;7.4246,43.7383"
+    app = create_app(load_service(example / "service.toml"), Plugins.create())
+    with TestClient(app) as client:
+        assert client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/driving/{three}").status_code == 200
+        resource.write_text(resource.read_text().replace("max_viaroute_size = 500", "max_viaroute_size = 2").replace('driving = "car/fastest"', 'auto = "car/fastest"'))
+        assert client.portal is not None
+        client.portal.call(app.state.service.publish_resource, "monaco-osrm")
+        too_big = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/auto/{three}")
+        assert (too_big.status_code, too_big.json()) == (400, {"code": "TooBig", "message": "Number of entries 3 is higher than current maximum (2)"})
+        assert client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/driving/{three}").json()["code"] == "InvalidProfile"
+
+
+def test_the_openapi_document_is_valid_and_served(client: TestClient) -> None:
+    from openapi_spec_validator import validate
+
+    index = client.get("/osrm/1.0.0/").json()
+    document = client.get("/osrm/1.0.0/openapi.json").json()
+    validate(document)
+    assert index["links"][0]["href"] == "http://testserver/osrm/1.0.0/openapi.json"
+    assert document["servers"] == [{"url": "http://testserver/osrm/1.0.0"}]
+    assert set(document["paths"]) == {"/resources", "/{resource}/{service}/v1/{profile}/{coordinates}", "/{resource}/{profile}/{optimization}/{service}/v1/_/{coordinates}"}
+    assert client.get("/osrm/1.0.0/openapi").status_code == 200

@@ -25,14 +25,14 @@ def native(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield client
 
 
-def native_get(client: TestClient, url: str) -> tuple[int, str, bytes]:
-    response = client.get(f"/osrm/1.0.0/diff{url}")
+def native_get(client: TestClient, url: str, resource: str = "diff") -> tuple[int, str, bytes]:
+    response = client.get(f"/osrm/1.0.0/{resource}{url}")
     return response.status_code, response.headers.get("content-type", ""), response.content
 
 
-def differential(service: str, routed: Routed, native: TestClient, count: int = URLS_PER_SERVICE) -> dict[int, int]:
+def differential(service: str, routed: Routed, native: TestClient, count: int = URLS_PER_SERVICE, resource: str = "diff") -> dict[int, int]:
     """``count`` generated URLs answered by both; every difference is reported. Returns statuses seen."""
-    rng = random.Random(f"roadkit-native-{service}")
+    rng = random.Random(f"roadkit-native-{service}-{resource}")
     failures: list[str] = []
     statuses: dict[int, int] = {}
     for _ in range(count):
@@ -40,7 +40,7 @@ def differential(service: str, routed: Routed, native: TestClient, count: int = 
         expected = routed.get(url)
         statuses[expected[0]] = statuses.get(expected[0], 0) + 1
         try:
-            compare(url, expected, native_get(native, url))
+            compare(url, expected, native_get(native, url, resource))
         except AssertionError as exc:
             failures.append(str(exc))
     assert not failures, f"{len(failures)} of {count} answers differ:\n" + "\n".join(failures[:8])

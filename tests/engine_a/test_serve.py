@@ -116,3 +116,20 @@ def test_roadkit_check_builds_the_resources_and_finds_what_start_would(osrm_exam
     with pytest.raises(ConfigurationError) as caught:
         asyncio.run(start())
     assert caught.value.problems == expected  # the check found exactly what start finds
+
+
+def test_roadkit_check_reads_road2s_sample_configuration_with_the_installed_engines(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    road2 = tmp_path / "road2"
+    shutil.copytree(Path(__file__).parents[1] / "core" / "road2", road2)
+    admin = json.loads((road2 / "road2.json").read_text())
+    admin["administration"]["network"]["server"]["host"] = "127.0.0.1"  # 0.0.0.0 needs admin authentication
+    (road2 / "road2.json").write_text(json.dumps(admin))
+    result = subprocess.run([sys.executable, "-m", "roadkit.cli", "check", str(road2 / "road2.json")], capture_output=True, text=True)
+    assert "service main: 3 source(s), 1 resource file(s)" in result.stdout, result.stderr
+    problems = [line for line in result.stderr.splitlines() if line.startswith(str(road2))]
+    # Road2's sample points at data under /home/docker: only the missing data is reported, the files are fine.
+    assert problems and all(": storage: data file /home/docker/" in p and "is missing" in p for p in problems), problems
+    assert result.returncode == 1

@@ -68,6 +68,13 @@ class NotFound(RoadkitError):
     code = "not_found"
 
 
+class Conflict(RoadkitError):
+    """The request contradicts the current state (an id already taken, a source still in use)."""
+
+    status = 409
+    code = "conflict"
+
+
 class NoPathFound(RoadkitError):
     """The engine found no route between the points (404, not logged as an error)."""
 

@@ -17,8 +17,8 @@ import attrs
 from roadkit.config.loader import load_service, parse_server, parse_service
 from roadkit.config.models import Listener, ManagedService, ServerConfig
 from roadkit.config.writer import ServerFileEditor, atomic_write, dump_toml, null_problems
-from roadkit.errors import BadRequest, ConfigurationError, NotFound
-from roadkit.publication import ID_PATTERN, Conflict
+from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
+from roadkit.publication import ID_PATTERN
 
 if TYPE_CHECKING:
     from roadkit.administrator import Administrator, ServiceHandle
@@ -33,7 +33,7 @@ class Plan:
 
     service_file: Path
     service_text: str
-    editor: ServerFileEditor
+    editor: ServerFileEditor | None
     server: ServerConfig
     managed: ManagedService
     folders: tuple[Path, ...]
@@ -89,7 +89,7 @@ class Management:
                 continue  # a broken service file is its own service's problem
         return listeners
 
-    def _plan(self, sid: str, body: dict[str, Any], problems: list[str], *, service_file: Path, editor: ServerFileEditor) -> Plan:
+    def _plan(self, sid: str, body: dict[str, Any], problems: list[str], *, service_file: Path, editor: ServerFileEditor | None) -> Plan:
         configuration = body.get("configuration")
         folders: list[Path] = []
         service = None
@@ -105,11 +105,12 @@ class Management:
             text = dump_toml(configuration)
             if tomllib.loads(text) != configuration:
                 problems.append(f"{service_file}: (top level): can't be stored as TOML without changing it")
-        server = None
-        try:
-            server = parse_server(editor.data(), self.config.path)
-        except ConfigurationError as exc:
-            problems.extend(exc.problems)
+        server = self.config if editor is None else None  # no server-file change: the server file stays as it is
+        if editor is not None:
+            try:
+                server = parse_server(editor.data(), self.config.path)
+            except ConfigurationError as exc:
+                problems.extend(exc.problems)
         if problems or server is None:
             raise ConfigurationError(problems)
         managed = next(m for m in server.services if m.id == sid)
@@ -123,7 +124,8 @@ class Management:
         previous = plan.service_file.read_text(encoding="utf-8") if plan.service_file.exists() else None
         atomic_write(plan.service_file, plan.service_text)
         try:
-            plan.editor.save()
+            if plan.editor is not None:
+                plan.editor.save()
         except BaseException:
             if previous is None:
                 plan.service_file.unlink(missing_ok=True)
@@ -166,12 +168,13 @@ class Management:
         if "id" in data and data["id"] != sid:
             problems.append(f"{service_file}: id: expected {sid!r} (the id in the URL), got {data['id']!r}")
         changes = {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
-        editor = ServerFileEditor(self.config.path)
+        editor = None
         if changes:
+            editor = ServerFileEditor(self.config.path)
             editor.update_service(sid, changes)
         plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
         previous_text = service_file.read_text(encoding="utf-8") if service_file.exists() else None
-        previous_server = editor.text
+        previous_server = self.config.path.read_text(encoding="utf-8")
         self._write(plan)
         services = tuple(plan.managed if m.id == sid else m for m in self.config.services)
         if plan.managed == handle.managed:

@@ -29,6 +29,18 @@ class Cost:
 
 
 @attrs.frozen
+class ConstraintKeyType:
+    """A kind of constraint key (``keyType`` in resource files) that a source kind handles.
+
+    ``operators``: what users may send in ``operator``; ``numeric``: the user's value is a number
+    applied to the key's ``field`` (Road2's ``numerical-pgr``), not one of the key's ``availableValues``.
+    """
+
+    operators: tuple[str, ...] = ("=",)
+    numeric: bool = False
+
+
+@attrs.frozen
 class Constraint:
     """A user constraint, resolved against the resource: ``field`` is the engine-side name."""
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from roadkit.config.loader import parse_bbox
 from roadkit.errors import ParameterInvalid
-from roadkit.model import Constraint, Coord
+from roadkit.model import Constraint, ConstraintKeyType, Coord
 from roadkit.operations import ParameterSpec
 
 _POINT = re.compile(r"^(-?\d+(?:\.\d*)?),(-?\d+(?:\.\d*)?)$")
@@ -199,14 +199,6 @@ class StringParameter(Parameter):
         return entry
 
 
-OPERATORS = {
-    "name-osrm": ("=",),
-    "name-valhalla": ("=",),
-    "name-pgr": ("=", "!="),
-    "numerical-pgr": ("=", "!=", ">", ">=", "<", "<="),
-}
-
-
 @attrs.frozen
 class ConstraintKey:
     """A constraint key of a resource: its kind, the constraint types and values it allows."""
@@ -216,12 +208,14 @@ class ConstraintKey:
     types: tuple[str, ...]
     values: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     field: str | None = None
+    operators: tuple[str, ...] = ("=",)
+    numeric: bool = False
 
     def capability(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "key": self.key,
             "availableConstraintType": list(self.types),
-            "availableOperators": list(OPERATORS.get(self.key_type, ("=",))),
+            "availableOperators": list(self.operators),
         }
         if self.values:
             entry["values"] = list(self.values)
@@ -252,7 +246,7 @@ class ConstraintParameter(Parameter):
         spec = self.keys[key.lower()]
         if ctype not in spec.types:
             raise self.invalid(f"constraintType: expected one of {', '.join(spec.types)} for key '{spec.key}', got {json.dumps(ctype)}")
-        operators = OPERATORS.get(spec.key_type, ("=",))
+        operators = spec.operators
         if op not in operators:
             raise self.invalid(f"operator: expected one of {', '.join(operators)} for key '{spec.key}', got {json.dumps(op)}")
         ratio = raw.get("costRatio")
@@ -260,7 +254,7 @@ class ConstraintParameter(Parameter):
             raise self.invalid(f"costRatio: expected a positive number, got {json.dumps(ratio)}")
         if ctype in ("prefer", "avoid") and ratio is None:
             ratio = self.prefer_ratio if ctype == "prefer" else self.avoid_ratio
-        if spec.key_type == "numerical-pgr":
+        if spec.numeric:
             if not _is_number(value):
                 raise self.invalid(f"value: expected a number for key '{spec.key}', got {json.dumps(value)}")
             return Constraint(ctype, spec.key, op, value, field=spec.field, ratio=ratio)
@@ -321,9 +315,17 @@ def parse_values(parameter: Parameter, raw: Any) -> list[Any]:
 
 
 def build_parameter(
-    spec: ParameterSpec, settings: dict[str, Any], derived: Sequence[str] | None, where: str, problems: list[str]
+    spec: ParameterSpec,
+    settings: dict[str, Any],
+    derived: Sequence[str] | None,
+    where: str,
+    problems: list[str],
+    key_types: Mapping[str, ConstraintKeyType] | None = None,
 ) -> Parameter:
-    """A resource parameter from its settings in a ``.resource`` file (problems are appended)."""
+    """A resource parameter from its settings in a ``.resource`` file (problems are appended).
+
+    ``key_types``: the constraint key types the resource's sources declare (``Source.constraint_key_types``).
+    """
     settings = dict(settings)
 
     def take(key: str, default: Any = None) -> Any:
@@ -388,14 +390,16 @@ def build_parameter(
                 pattern = None
         param = StringParameter(spec, pattern, take("default"))
     else:
-        param = _build_constraints(spec, settings, where, problems)
+        param = _build_constraints(spec, settings, where, problems, key_types or {})
         settings.clear()
     for key in settings:
         problems.append(f"{where}.{key}: unknown setting for a {spec.type} parameter")
     return param
 
 
-def _build_constraints(spec: ParameterSpec, settings: dict[str, Any], where: str, problems: list[str]) -> ConstraintParameter:
+def _build_constraints(
+    spec: ParameterSpec, settings: dict[str, Any], where: str, problems: list[str], key_types: Mapping[str, ConstraintKeyType]
+) -> ConstraintParameter:
     raw_keys = settings.get("keys", settings.get("values", []))
     keys: dict[str, ConstraintKey] = {}
     if not isinstance(raw_keys, list):
@@ -408,9 +412,11 @@ def _build_constraints(spec: ParameterSpec, settings: dict[str, Any], where: str
             continue
         key_type, key = entry.get("keyType"), entry.get("key")
         types = entry.get("availableConstraintType", ["banned"])
-        if key_type not in OPERATORS:
-            problems.append(f"{at}.keyType: expected one of {', '.join(OPERATORS)}, got {key_type!r}")
+        if not isinstance(key_type, str) or key_type not in key_types:
+            problems.append(f"{at}.keyType: expected one of {', '.join(key_types) or '(none)'} (the key types the resource's "
+                            f"sources handle), got {key_type!r}")
             continue
+        declared = key_types[key_type]
         if not isinstance(key, str) or not key:
             problems.append(f"{at}.key: expected a non-empty string, got {key!r}")
             continue
@@ -423,9 +429,12 @@ def _build_constraints(spec: ParameterSpec, settings: dict[str, Any], where: str
                 problems.append(f"{at}.availableValues[{j}]: expected a table with a string value and a field")
                 continue
             values[value["value"]] = value
-        if key_type != "numerical-pgr" and not values:
+        if not declared.numeric and not values:
             problems.append(f"{at}.availableValues: expected a non-empty list of values")
-        keys[key.lower()] = ConstraintKey(key_type, key.lower(), tuple(types), values, entry.get("field"))
+        if declared.numeric and not isinstance(entry.get("field"), str):
+            problems.append(f"{at}.field: expected the name of the field the number applies to, got {entry.get('field')!r}")
+        keys[key.lower()] = ConstraintKey(key_type, key.lower(), tuple(types), values, entry.get("field"),
+                                          declared.operators, declared.numeric)
     ratios = {}
     for key, default in (("defaultPreferredCostRatio", 0.8), ("defaultAvoidCostRatio", 1.2)):
         value = settings.get(key, default)

@@ -96,6 +96,9 @@ class PrivateCluster:
         if self.exists():
             return
         self.data.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0 and subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(self.data.parent)]).returncode:
+            raise ClusterError(f"the postgres user cannot reach {self.data.parent}: the server runs as that user when "
+                               "roadkit runs as root; put the cluster folder where every parent folder is world-searchable")
         _give_to_server_user(self.data)
         os.chmod(self.data, 0o700)
         _run(_as_server_user([str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
@@ -121,8 +124,9 @@ class PrivateCluster:
             if running is not None:
                 self.port, self.owned = running, False
                 return
-            with bound_socket("127.0.0.1", 0) as sock:
-                self.port = int(sock.getsockname()[1])
+            if not self.port:  # a restarted cluster keeps its port: its clients reconnect there
+                with bound_socket("127.0.0.1", 0) as sock:
+                    self.port = int(sock.getsockname()[1])
             options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off"
             _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_file), "-w",
                                   "-t", str(int(timeout)), "-o", options, "start"]), f"pg_ctl start {self.data}")

@@ -17,7 +17,7 @@ from roadkit.config.files import read_document
 from roadkit.config.loader import load_service, parse_resource, parse_source, read_resources, read_sources
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
 from roadkit.config.writer import dump_toml, null_problems
-from roadkit.errors import BadRequest, ConfigurationError, NotFound, RoadkitError
+from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
 from roadkit.plugins import Plugins
 from roadkit.projections import ProjectionRegistry
 from roadkit.resources import build_resource
@@ -27,13 +27,6 @@ Kind = Literal["source", "resource"]
 
 #: Ids that are also file names: no folder separator, no leading dot.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-
-
-class Conflict(RoadkitError):
-    """The request contradicts the current state (an id already taken, a source still in use)."""
-
-    status = 409
-    code = "conflict"
 
 
 def check_id(what: str, value: str) -> str:

@@ -121,6 +121,9 @@ def build_resource(
         log.warning("%s: resource %r has no available source; skipped", config.path, config.id)
         return None, []
     supported = frozenset.intersection(*(type(s).operations for s in sources))
+    # A key type is usable when every source of the resource declares it.
+    key_types = {name: kt for name, kt in type(sources[0]).constraint_key_types.items()
+                 if all(name in type(s).constraint_key_types for s in sources)}
     operations: dict[str, ResourceOperation] = {}
     for op, settings in config.operations.items():
         where = f"{config.path}: operations.{op}"
@@ -139,7 +142,7 @@ def build_resource(
             if spec.name == "resource":
                 continue
             derived = _derived_values(spec.name, op, sources, projections)
-            param = build_parameter(spec, settings.get(spec.name, {}), derived, f"{where}.{spec.name}", problems)
+            param = build_parameter(spec, settings.get(spec.name, {}), derived, f"{where}.{spec.name}", problems, key_types)
             if isinstance(param, PointParameter) and param.projection not in projections:
                 problems.append(f"{where}.{spec.name}.projection: unknown projection {param.projection!r}")
             params[spec.name] = param

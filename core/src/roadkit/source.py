@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -19,6 +19,7 @@ from roadkit.config.convert import structure
 from roadkit.config.models import SourceConfig
 from roadkit.errors import EngineTimeout, UnsupportedOperation
 from roadkit.model import (
+    ConstraintKeyType,
     Cost,
     IsochroneRequest,
     IsochroneResponse,
@@ -64,6 +65,9 @@ class Source:
     resource_type: ClassVar[str | None] = None
     options_class: ClassVar[type | None] = None
     operations: ClassVar[frozenset[str]] = frozenset()
+    #: The constraint key types (``keyType`` of resource files) this kind applies, with their operators.
+    #: A resource whose sources do not all declare a key's type refuses it in the configuration.
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {}
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         self.config = config

@@ -352,8 +352,6 @@ def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
             problems.append(f"{path}: timeout: expected a positive number of seconds, got {value!r}")
         else:
             common["timeout"] = float(value)
-    if common.get("type") == "pgr":
-        common["type"] = "pgrouting"  # Road2's name of the kind
     if problems:
         raise ConfigurationError(problems)
     if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources

@@ -19,7 +19,8 @@ from typing import Any
 import tomlkit
 import tomlkit.items
 
-from roadkit.errors import ConfigurationError
+from roadkit.config.road2 import is_road2_server
+from roadkit.errors import ConfigurationError, Conflict
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -85,6 +86,11 @@ class ServerFileEditor:
         self.text = path.read_text(encoding="utf-8-sig")
         self.json = self.text.lstrip().startswith("{")
         self.doc: Any = json.loads(self.text) if self.json else tomlkit.parse(self.text)
+        if self.json and is_road2_server(self.doc):
+            raise Conflict(
+                f"{path} is a Road2 administration file: the admin API does not rewrite it. "
+                "Add or remove the service there and restart, or move to a roadkit server file (TOML) to manage services through the API"
+            )
 
     def _services(self) -> Any:
         if "services" not in self.doc:

@@ -8,15 +8,15 @@ same mapping as the in-process ``osrm`` kind. Its sources serve ``osrm`` resourc
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, ClassVar
 
 import attrs
 import orjson
 
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError, EngineError, SourceUnavailable
-from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
+from roadkit.model import ConstraintKeyType, Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
 from roadkit.remote import EngineServers, HttpSettings
 from roadkit.source import Source, SourceState
 from roadkit_osrm import mapping
@@ -59,6 +59,7 @@ class OsrmHttpSource(Source):
     resource_type = "osrm"
     options_class = OsrmHttpOptions
     operations = frozenset({"route", "nearest"})
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
     #: services of the native OSRM API this source answers: all, forwarded (roadkit_osrm.native.contract)
     native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmHttpOptions

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError, EngineError
-from roadkit.model import Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
+from roadkit.model import ConstraintKeyType, Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
 from roadkit.source import Progress, Source, SourceState
 from roadkit_osrm import mapping
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
@@ -64,6 +64,7 @@ class OsrmSource(Source):
     kind = "osrm"
     options_class = OsrmOptions
     operations = frozenset({"route", "nearest"})
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
     #: services of the native OSRM API this source answers (see roadkit_osrm.native.contract)
     native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmOptions

@@ -9,12 +9,15 @@ comes back (:meth:`ValhallaBase.ask`); both build the bodies and read the answer
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import orjson
 
 from roadkit.config.models import SourceConfig
 from roadkit.errors import ConfigurationError, EngineError, NoIsochroneFound, NoPathFound, ParameterInvalid, RoadkitError
 from roadkit.model import (
+    ConstraintKeyType,
     Cost,
     IsochroneRequest,
     IsochroneResponse,
@@ -77,6 +80,9 @@ class ValhallaBase(Source):
     """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
 
     operations = frozenset({"route", "isochrone", "nearest"})
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-valhalla": ConstraintKeyType(("=",))}  # banned values are costing options
+    #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
+    native_services = ("route", "nearest")
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
@@ -152,3 +158,32 @@ class ValhallaBase(Source):
         radius = self.limits.nearest_radius if request.number > 1 else 0
         body = translate.locate_body(request.point, costing, radius)
         return await self.ask("locate", body, lambda answer: translate.nearest_response(answer, request.point, request.number))
+
+    async def native(self, request: Any) -> Any:
+        """A native OSRM request (the OSRM plugin's ``osrm/1.0.0`` API): route and nearest, OSRM-shaped."""
+        from roadkit_valhalla import native
+
+        params: dict[str, Any] = request.params
+        if request.service not in native.SERVICES:
+            return native.error("InvalidService", f"Service {request.service} is not available on this source (engine valhalla)")
+        if params.get("format") == "flatbuffers":
+            return native.error("InvalidOptions", "The flatbuffers output format is not available on this service")
+        problem = native.check_options(request.service, params)
+        if problem is not None:
+            return problem
+        try:
+            if request.service == "route":
+                body = native.route_body(params, self.resolve_cost(request.cost))
+                answer = await self.ask("route", body, lambda found: native.shape_route(found, params))
+                return native.NativeAnswer(200, orjson.dumps(answer))
+            costing = self.resolve_cost(request.cost).costing
+            number = int(params.get("number_of_results", 1))
+            found: list[list[dict[str, Any]]] = []
+            for point in params["coordinates"]:
+                body = translate.locate_body(point, costing, self.limits.nearest_radius)
+                located: Any = await self.ask("locate", body, lambda answer: answer)
+                found.append(native.nearest_waypoints(located, point, number))
+            waypoints = found[0] if len(found) == 1 else found
+            return native.NativeAnswer(200, orjson.dumps({"code": "Ok", "waypoints": waypoints}))
+        except RoadkitError as exc:
+            return native.engine_error(exc)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,6 +20,7 @@ import asyncpg
 from roadkit.config.models import SourceConfig
 from roadkit.errors import EngineError, EngineTimeout, ParameterInvalid, RoadkitError, SourceUnavailable
 from roadkit.model import (
+    ConstraintKeyType,
     Cost,
     IsochroneRequest,
     IsochroneResponse,
@@ -46,9 +47,11 @@ class PgRoutingSource(Source):
     kind = "pgrouting"
     options_class = PgOptions
     operations = frozenset({"route", "isochrone", "nearest"})
-    constraint_key_types: ClassVar[dict[str, tuple[str, ...]]] = {
-        "name-pgr": ("=", "!="),
-        "numerical-pgr": ("=", "!=", ">", ">=", "<", "<="),
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
+        # A configured condition on a column: '=' bans the edges where it holds, '!=' those where it does not.
+        "name-pgr": ConstraintKeyType(("=", "!=")),
+        # The user's operator and number on the key's column.
+        "numerical-pgr": ConstraintKeyType(("=", "!=", ">", ">=", "<", "<="), numeric=True),
     }
     options: PgOptions
     probe_interval: ClassVar[float] = 1.0
@@ -122,7 +125,7 @@ class PgRoutingSource(Source):
         assert self._database is not None
         storage = self.options.storage
         try:
-            async with self._database.pool.acquire(timeout=self.timeout) as conn:
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
                 rows = await conn.fetch(queries.COLUMNS, storage.schema, [storage.ways, storage.vertices, storage.restrictions])
         except Exception as exc:
             self.fail(f"cannot read schema {storage.schema} in the {self.where}: {exc or type(exc).__name__}")
@@ -193,7 +196,7 @@ class PgRoutingSource(Source):
         statement, values = binder_settings
         timeout_ms = str(int(self.timeout * 1000))
         try:
-            async with self._database.pool.acquire(timeout=self.timeout) as conn, conn.transaction():
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn, conn.transaction():
                 await conn.execute("SELECT set_config('statement_timeout', $1, true)", timeout_ms)
                 if values:
                     await conn.execute(statement, *values)

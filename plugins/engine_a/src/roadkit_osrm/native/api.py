@@ -18,10 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from roadkit.api import Api, JSONResponse
+from roadkit.api import Api, JSONResponse, base_url
+from roadkit.docs import docs_routes
 from roadkit.errors import ConfigurationError, RoadkitError
 from roadkit.resources import Resource
 from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
+from roadkit_osrm.native.openapi import native_openapi
 from roadkit_osrm.native.query import SERVICES, QueryError, parse_query
 from roadkit_osrm.native.render import error_body
 from roadkit_osrm.native.settings import NativeSettings, read_settings
@@ -46,16 +48,19 @@ class NativeHandler:
 
     def __init__(self, service: Service) -> None:
         self.service = service
-        self._settings: dict[str, NativeSettings | ConfigurationError] = {}
+        # by resource id: the Resource object read and its settings (a republished resource is a new object)
+        self._settings: dict[str, tuple[Resource, NativeSettings | ConfigurationError]] = {}
 
     def settings(self, resource: Resource) -> NativeSettings:
-        found = self._settings.get(resource.id)
-        if found is None:
+        cached = self._settings.get(resource.id)
+        if cached is not None and cached[0] is resource:
+            found = cached[1]
+        else:
             try:
                 found = read_settings(resource)
             except ConfigurationError as exc:
                 found = exc
-            self._settings[resource.id] = found
+            self._settings[resource.id] = (resource, found)
         if isinstance(found, ConfigurationError):
             raise found
         return found
@@ -138,7 +143,17 @@ def build_routes(service: Service) -> list[BaseRoute]:
     handler = NativeHandler(service)
 
     async def index(request: Request) -> Response:
-        return JSONResponse({"api": {"name": "osrm", "version": "1.0.0"}, "resources": f"{PREFIX}/resources"})
+        base = base_url(request) + PREFIX
+        return JSONResponse(
+            {
+                "api": {"name": "osrm", "version": "1.0.0"},
+                "resources": f"{PREFIX}/resources",
+                "links": [
+                    {"rel": "service-desc", "type": "application/vnd.oai.openapi+json;version=3.1", "href": f"{base}/openapi.json"},
+                    {"rel": "service-doc", "type": "text/html", "href": f"{base}/openapi"},
+                ],
+            }
+        )
 
     async def resources(request: Request) -> Response:
         if service.state != "ready":
@@ -151,9 +166,15 @@ def build_routes(service: Service) -> list[BaseRoute]:
     return [
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
+        *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(base_url(request) + PREFIX), PREFIX),
         Route("/{resource}/{rest:path}", handler.handle, methods=["GET"]),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
     ]
 
 
-NATIVE_API = Api("osrm", "1.0.0", routes=build_routes)
+def openapi(service: Service, base: str) -> dict[str, Any]:
+    """The native API's OpenAPI document (the same for every service)."""
+    return native_openapi(base)
+
+
+NATIVE_API = Api("osrm", "1.0.0", routes=build_routes, openapi=openapi)

@@ -59,13 +59,16 @@ def check_limits(service: str, params: dict[str, Any], limits: NativeLimits) -> 
         if limits.max_table_size > 0 and sources * destinations > limits.max_table_size**2:
             return "TooBig", "Too many table coordinates"
     elif service == "trip":
+        # a one-way trip needs a fixed start or end (osrm-routed checks this first)
+        if not params.get("roundtrip", True) and params.get("source") != "first" and params.get("destination") != "last":
+            return "NotImplemented", "This request is not supported"
         if 0 < limits.max_trip_size < n:
             return "TooBig", "Too many trip coordinates"
     elif service == "match":
         if 0 < limits.max_matching_size < n:
             return "TooBig", "Too many trace coordinates"
         if limits.max_matching_radius > 0 and any(r is not None and r > limits.max_matching_radius for r in params.get("radiuses") or ()):
-            return "TooBig", "Radius search size is larger than maximum radius"
+            return "TooBig", "Radius search size is too large for map matching."
     elif service == "nearest":
         # osrm-routed's order: results, then coordinates' validity, then their number
         number = params.get("number_of_results", 1)

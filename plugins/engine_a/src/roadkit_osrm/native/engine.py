@@ -52,11 +52,29 @@ def engine_error(exc: RuntimeError) -> NativeAnswer:
     return NativeAnswer(400, error_body(code, message))
 
 
-def refusal(request: NativeRequest) -> tuple[Any, NativeAnswer | None]:
+def exclude_problem(engine: Any, exclude: list[str]) -> NativeAnswer | None:
+    """osrm-routed's answer when the dataset cannot exclude this combination of classes, else None.
+
+    For nearest and match, osrm-routed checks the exclude classes before its size limits; only the
+    engine knows the dataset's classes, so a one-point nearest with the same classes asks it.
+    """
+    import osrm
+
+    try:
+        engine.Nearest(osrm.NearestParameters(coordinates=[(0.0, 0.0)], exclude=list(exclude)))
+    except RuntimeError as exc:
+        answer = engine_error(exc)
+        if b"Exclude" in answer.body:
+            return answer
+    return None
+
+
+def refusal(request: NativeRequest, engine: Any = None) -> tuple[Any, NativeAnswer | None]:
     """The parameters of ``request``, or osrm-routed's 400 for a request it refuses before routing.
 
     The checks need no engine: a source forwarding to a remote osrm-routed makes them too, so that
-    the resource's limits apply (and are worded) as in process.
+    the resource's limits apply (and are worded) as in process. Given the ``engine``, the exclude
+    classes of nearest and match are checked first, as osrm-routed does.
     """
     import osrm
 
@@ -66,14 +84,17 @@ def refusal(request: NativeRequest) -> tuple[Any, NativeAnswer | None]:
         if not tile_parameters.IsValid():
             return None, NativeAnswer(400, error_body("InvalidOptions", "Invalid coodinates. Only zoomlevel 12+ is supported"))
         return tile_parameters, None
-    if params.get("format") == "flatbuffers":
-        return None, NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
     try:
-        built = build_parameters(service, params)
+        # osrm-bindings lacks overview=by_legs; the checks below do not depend on the overview
+        built = build_parameters(service, {k: v for k, v in params.items() if k != "overview"} if params.get("overview") == "by_legs" else params)
     except (TypeError, ValueError, OverflowError) as exc:
         return None, NativeAnswer(400, error_body("InvalidValue", str(exc).splitlines()[0]))
     if not built.IsValid():
         return None, NativeAnswer(400, error_body("InvalidOptions", wrong_option_help(service, params)))
+    if engine is not None and service in ("nearest", "match") and params.get("exclude"):
+        problem = exclude_problem(engine, params["exclude"])
+        if problem is not None:
+            return None, problem
     exceeded = check_limits(service, params, request.limits)
     if exceeded is not None:
         return None, NativeAnswer(400, error_body(*exceeded))
@@ -82,7 +103,12 @@ def refusal(request: NativeRequest) -> tuple[Any, NativeAnswer | None]:
 
 def answer(engine: Any, request: NativeRequest) -> NativeAnswer:
     """osrm-routed's answer to ``request`` computed by ``engine`` (blocking: run it in the source's thread)."""
-    built, refused = refusal(request)
+    # What osrm-routed does but osrm-bindings cannot (a remote osrm-routed can: these are not refusals)
+    if request.params.get("format") == "flatbuffers":
+        return NativeAnswer(400, error_body("InvalidOptions", "The flatbuffers output format is not available on this service"))
+    if request.params.get("overview") == "by_legs":
+        return NativeAnswer(400, error_body("InvalidOptions", "overview=by_legs is not available on this service"))
+    built, refused = refusal(request, engine)
     if refused is not None:
         return refused
     if request.service == "tile":

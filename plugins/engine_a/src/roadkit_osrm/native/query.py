@@ -32,7 +32,7 @@ SERVICES = ("route", "nearest", "table", "trip", "match", "tile")
 POLYLINE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-[]{}@?|\\%~`^"
 BASE64_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_="
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-#: length of a base64 hint in this OSRM version
+#: length of one base64 segment hint in this OSRM version (a hint holds one or more)
 HINT_SIZE = 112
 
 
@@ -118,7 +118,7 @@ class _Grammar:
         format_rule = opt(act(symbols({".json": "json", ".flatbuffers": "flatbuffers"}), setter("format")))
 
         radiuses = expect(lit("radiuses="), act(lst(opt(alt(real, _unlimited)), lit(";")), setter("radiuses")))
-        hints = expect(lit("hints="), lst(act(opt(chars(BASE64_CHARS, min_count=HINT_SIZE, max_count=HINT_SIZE)), appender("hints")), lit(";")))
+        hints = expect(lit("hints="), lst(act(opt(_hint), appender("hints")), lit(";")))
         generate_hints = expect(lit("generate_hints="), act(boolean, setter("generate_hints")))
         skip_waypoints = expect(lit("skip_waypoints="), act(boolean, setter("skip_waypoints")))
         bearings = expect(
@@ -143,7 +143,7 @@ class _Grammar:
             expect(lit("waypoints="), act(lst(unsigned(64), lit(";")), setter("waypoints"))),
             expect(lit("steps="), act(boolean, setter("steps"))),
             expect(lit("geometries="), act(symbols({"geojson": "geojson", "polyline": "polyline", "polyline6": "polyline6"}), setter("geometries"))),
-            expect(lit("overview="), act(symbols({"simplified": "simplified", "full": "full", "false": "false"}), setter("overview"))),
+            expect(lit("overview="), act(symbols({"simplified": "simplified", "full": "full", "false": "false", "by_legs": "by_legs"}), setter("overview"))),
             expect(
                 lit("annotations="),
                 alt(
@@ -212,6 +212,17 @@ class _Grammar:
             raise QueryError(r[0])
         self.params.setdefault("coordinates", [])
         return self.params
+
+
+_SEGMENT = chars(BASE64_CHARS, min_count=HINT_SIZE, max_count=HINT_SIZE)
+
+
+def _hint(s: str, i: int) -> Result:
+    """A hint: one or more base64 segment hints of ``HINT_SIZE`` characters each."""
+    j = i
+    while (r := _SEGMENT(s, j)) is not None:
+        j = r[0]
+    return (j, s[i:j]) if j > i else None
 
 
 def _unlimited(s: str, i: int) -> Any:

@@ -1,0 +1,107 @@
+"""Failures of the database: down at start, lost and back while serving, statement time-out."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from roadkit.config.loader import read_source
+from roadkit.errors import EngineTimeout, SourceUnavailable
+from roadkit.model import Cost, IsochroneRequest, RouteRequest
+from roadkit.pgcluster import PrivateCluster, private_cluster
+from roadkit.source import SourceState
+from roadkit.testing import service_client
+from roadkit_pgrouting.source import PgRoutingSource
+from tests.engine_c.conftest import END, EXTENSIONS, START, cache_root, import_key, make_pg_example
+
+
+@pytest.fixture
+def own_cluster(pg_dsn: str) -> Iterator[PrivateCluster]:
+    """A cluster of this test alone (stopped and restarted by it), with the Monaco graph restored."""
+    with private_cluster() as cluster:
+        dsn = cluster.create_database("roadkit", EXTENSIONS)
+        dump = cache_root() / f"pgrouting-monaco-{import_key()}.dump"  # written by pg_dsn when missing
+        subprocess.run([str(cluster.bindir / "pg_restore"), "--no-owner", "-d", dsn, str(dump)], check=True)
+        yield cluster
+
+
+def _source(example: Path, **changes: str) -> PgRoutingSource:
+    path = example / "sources" / "monaco-pgrouting.source"
+    text = path.read_text()
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    path.write_text(text)
+    source = PgRoutingSource.from_config(read_source(path))
+    assert isinstance(source, PgRoutingSource)
+    return source
+
+
+async def test_database_lost_while_serving_is_a_503_then_green_again_by_itself(own_cluster: PrivateCluster, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", own_cluster.dsn("roadkit"))
+    source = _source(example)
+    source.probe_interval = 0.2
+    await source.connect()
+    request = RouteRequest((START, END), Cost("car", "fastest"))
+    try:
+        assert (await source.route(request)).distance > 0
+        own_cluster.stop("immediate")
+        began = time.monotonic()
+        with pytest.raises(SourceUnavailable, match="unavailable"):
+            await source.route(request)
+        assert time.monotonic() - began < source.timeout + 1
+        assert source.state is SourceState.RED and "lost" in source.health()["reason"]
+        with pytest.raises(SourceUnavailable):  # red: answered at once, without waiting for the database
+            await source.isochrone(IsochroneRequest(START, Cost("car", cost_type="time"), (60.0,)))
+        own_cluster.start()
+        for _ in range(100):
+            if source.state is SourceState.GREEN:
+                break
+            await asyncio.sleep(0.1)
+        assert source.state is SourceState.GREEN and source.health().get("reason") is None
+        assert (await source.route(request)).distance > 0
+    finally:
+        await source.disconnect()
+
+
+def test_api_answers_503_while_the_database_is_down(own_cluster: PrivateCluster, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", own_cluster.dsn("roadkit"))
+    with service_client(example / "service.toml") as client:
+        params = {"resource": "monaco-pgrouting", "start": f"{START[0]},{START[1]}", "end": f"{END[0]},{END[1]}"}
+        assert client.get("/simple/1.0.0/route", params=params).status_code == 200
+        own_cluster.stop("immediate")
+        try:
+            response = client.get("/simple/1.0.0/route", params=params)
+            assert response.status_code == 503, response.text
+            assert "database" in response.json()["error"]["message"]
+        finally:
+            own_cluster.start()
+
+
+async def test_database_down_at_start_leaves_the_source_red_with_the_reason(tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", "postgresql://postgres@127.0.0.1:9/roadkit")
+    source = _source(example)
+    with pytest.raises(SourceUnavailable):
+        await source.connect()
+    assert source.state is SourceState.RED and "cannot reach" in source.health()["reason"]
+    await source.disconnect()
+
+
+async def test_statement_time_out_is_a_504(pg_example: Path, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
+    source = _source(example, **{"timeout = 10.0": "timeout = 0.001"})
+    await source.connect()
+    try:
+        with pytest.raises(EngineTimeout):
+            await source.route(RouteRequest((START, END), Cost("car", "fastest")))
+        assert source.state is SourceState.GREEN  # a slow query is not a lost database
+    finally:
+        await source.disconnect()
+
+
+def read_dsn(example: Path) -> str:
+    return (example / "pgrouting.database.toml").read_text().split('"')[1]

@@ -1,0 +1,138 @@
+"""The OSM import: ``roadkit pgrouting-import``, ``roadkit prepare`` on a private cluster, re-import under load."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from roadkit.cli import main as roadkit_main
+from roadkit.model import Cost, RouteRequest
+from roadkit.source import SourceState
+from roadkit_pgrouting.importer import read_restrictions
+from tests.engine_c.conftest import END, MONACO_PBF, START, make_pg_example
+from tests.engine_c.test_pgrouting_failures import _source
+
+SCHEMA = "imported"
+
+
+async def _fetch(dsn: str, sql: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return list(await conn.fetch(sql))
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def imported(pg_dsn: str) -> str:
+    assert roadkit_main(["pgrouting-import", str(MONACO_PBF), "--dsn", pg_dsn, "--schema", SCHEMA]) == 0
+    return pg_dsn
+
+
+async def test_import_writes_road2_schema_with_indexes_and_statistics(imported: str) -> None:
+    columns = {r["column_name"] for r in await _fetch(imported, f"SELECT column_name FROM information_schema.columns "
+                                                                f"WHERE table_schema = '{SCHEMA}' AND table_name = 'ways'")}
+    for profile in ("car", "pedestrian"):
+        assert {f"cost_s_{profile}", f"reverse_cost_s_{profile}", f"cost_m_{profile}", f"reverse_cost_m_{profile}"} <= columns
+    assert {"id", "source", "target", "the_geom", "name", "importance", "tunnel", "highway"} <= columns
+    geometry = await _fetch(imported, f"SELECT Find_SRID('{SCHEMA}', 'ways', 'the_geom') AS srid")
+    assert geometry[0]["srid"] == 4326
+    indexes = " ".join(r["indexdef"] for r in await _fetch(imported, f"SELECT indexdef FROM pg_indexes WHERE schemaname = '{SCHEMA}'"))
+    assert "ways USING gist (the_geom)" in indexes and "ways_vertices_pgr USING gist (the_geom)" in indexes
+    analyzed = await _fetch(imported, f"SELECT last_analyze FROM pg_stat_user_tables WHERE schemaname = '{SCHEMA}' AND relname = 'ways'")
+    assert analyzed[0]["last_analyze"] is not None
+    restrictions = await _fetch(imported, f"SELECT count(*) AS n FROM {SCHEMA}.turn_restrictions")
+    assert restrictions[0]["n"] > 0
+    leftovers = await _fetch(imported, f"SELECT nspname FROM pg_namespace WHERE nspname LIKE '{SCHEMA}_rk_%'")
+    assert leftovers == []
+
+
+async def test_import_costs_follow_one_ways_speeds_and_pedestrian_rules(imported: str) -> None:
+    rows = await _fetch(imported, f"""
+        SELECT
+          count(*) FILTER (WHERE highway = 'motorway' AND cost_s_pedestrian > 0) AS walk_on_motorway,
+          count(*) FILTER (WHERE one_way = 1 AND car AND reverse_cost_s_car > 0) AS against_one_way,
+          count(*) FILTER (WHERE one_way = 1 AND car AND cost_s_car > 0) AS along_one_way,
+          count(*) FILTER (WHERE cost_s_pedestrian > 0 AND abs(cost_s_pedestrian - length_m * 0.9) > 1e-6) AS not_4_kmh,
+          count(*) FILTER (WHERE cost_m_car > 0 AND abs(cost_m_car - length_m) > 1e-6) AS car_m_not_length,
+          count(*) FILTER (WHERE highway = 'footway' AND cost_s_car > 0) AS drive_on_footway,
+          count(*) FILTER (WHERE car AND cost_s_car < 0 AND reverse_cost_s_car < 0) AS disabled_islands
+        FROM {SCHEMA}.ways""")
+    counts = dict(rows[0])
+    assert counts["walk_on_motorway"] == 0 and counts["against_one_way"] == 0 and counts["drive_on_footway"] == 0
+    assert counts["along_one_way"] > 100
+    assert counts["not_4_kmh"] == 0 and counts["car_m_not_length"] == 0
+    assert counts["disabled_islands"] > 0, "small components are disabled"
+
+
+def test_restriction_relations_are_read_from_osmium_opl() -> None:
+    opl = ("r1 v1 Ttype=restriction,restriction=no_left_turn Mw10@from,n20@via,w30@to\n"
+           "r2 v1 Ttype=restriction,restriction=only_straight_on Mw11@from,w31@to,n21@via\n"
+           "r3 v1 Ttype=restriction,restriction=no_u_turn Mw12@from,w13@via,w12@to\n"
+           "r4 v1 Ttype=restriction,restriction=give_way Mw1@from,n2@via,w3@to\n")
+    assert read_restrictions(opl) == [("no_left_turn", 10, 20, 30), ("only_straight_on", 11, 21, 31)]
+
+
+def test_import_refuses_public_and_bad_schema_names(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for schema in ("public", "x; DROP TABLE y"):
+        assert roadkit_main(["pgrouting-import", str(MONACO_PBF), "--dsn", pg_dsn, "--schema", schema]) != 0
+        assert "schema: expected a dedicated schema name" in capsys.readouterr().err
+
+
+async def test_reimport_swaps_the_schema_while_a_source_serves(imported: str, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", imported)
+    source = _source(example, **{'schema = "monaco"': f'schema = "{SCHEMA}"'})
+    await source.connect()
+    request = RouteRequest((START, END), Cost("car", "fastest"))
+    expected = (await source.route(request)).distance
+    answers: list[float] = []
+    errors: list[Exception] = []
+    done = asyncio.Event()
+
+    async def serve() -> None:
+        while not done.is_set():
+            try:
+                answers.append((await source.route(request)).distance)
+            except Exception as exc:
+                errors.append(exc)
+            await asyncio.sleep(0.01)
+
+    server = asyncio.create_task(serve())
+    try:
+        status = await asyncio.to_thread(roadkit_main, ["pgrouting-import", str(MONACO_PBF), "--dsn", imported, "--schema", SCHEMA])
+        assert status == 0
+        await asyncio.sleep(0.2)
+    finally:
+        done.set()
+        await server
+        await source.disconnect()
+    assert errors == [] and len(answers) > 10
+    assert all(a == pytest.approx(expected) for a in answers)
+    assert source.state is SourceState.INIT
+
+
+def test_prepare_imports_into_a_private_cluster_once(tmp_path: Path, scratch_folder: Path) -> None:
+    scratch_folder.chmod(0o755)  # the server runs as the postgres user when the tests run as root
+    cluster = scratch_folder / "cluster"
+    example = make_pg_example(tmp_path / "example", "unused")
+    (example / "pgrouting.database.toml").write_text(f'cluster = "{cluster}"\ndatabase = "roadkit"\n')
+    assert roadkit_main(["prepare", "--config", str(example / "server.toml")]) == 0
+    assert (cluster / "PG_VERSION").exists()
+    assert not (cluster / "postmaster.pid").exists(), "prepare stops the cluster it started"
+    from roadkit.config import load_service
+    from roadkit.plugins import Plugins
+    from roadkit.service import Service
+
+    service = Service(load_service(example / "service.toml"), Plugins.create())
+    service.load()
+    source = service.sources["monaco-pgrouting"]
+    assert type(source).prepare(source.config, source.options, force=False, progress=_Silent()) is False, "imported once"
+
+
+class _Silent:
+    def step(self, message: str) -> None: ...
+
+    def info(self, message: str) -> None: ...
