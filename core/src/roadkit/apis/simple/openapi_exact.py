@@ -243,13 +243,11 @@ def parameter_schema(service: Service, param: Parameter, crs: str, *, post: bool
 
 def constraint_texts(param: ConstraintParameter) -> list[dict[str, Any]]:
     """Every single constraint the parameter accepts (JSON objects), when they can be listed."""
-    from roadkit.parameters import OPERATORS
-
     found: list[dict[str, Any]] = []
     for spec in param.keys.values():
-        if spec.key_type == "numerical-pgr" or not spec.values:
+        if spec.numeric or not spec.values:
             return []  # numbers: not a finite list
-        for ctype, op, value in itertools.product(spec.types, OPERATORS.get(spec.key_type, ("=",)), spec.values):
+        for ctype, op, value in itertools.product(spec.types, spec.operators, spec.values):
             found.append({"constraintType": ctype, "key": spec.key, "operator": op, "value": value})
     return found
 
