@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from roadkit.servers import wait_until_up
+from roadkit.serving_helpers import wait_until_up
 from roadkit_client.config import load_config as load_client_config
 from roadkit_deviam.config import load_config as load_iam_config
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from roadkit.pgcluster import private_cluster
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_deviam import create_app
 from roadkit_deviam.testing import iam_test_config
 

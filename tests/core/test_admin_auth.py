@@ -24,7 +24,7 @@ from roadkit.cli import main as roadkit_main
 from roadkit.config import load_server
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 from tests.core.conftest import make_service, write
 from tests.core.test_publication import SOURCE_A
 

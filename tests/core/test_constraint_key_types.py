@@ -11,6 +11,7 @@ from roadkit.parameters import ConstraintParameter
 from roadkit.projections import ProjectionRegistry
 from roadkit.resources import build_resource
 from roadkit.source import Source
+from roadkit.units import CORE_UNITS, UnitRegistry
 
 
 class ThirdPartySource(Source):
@@ -29,7 +30,7 @@ def _resource(keys: list[dict[str, Any]]) -> tuple[Any, list[str]]:
     source = ThirdPartySource(SourceConfig(path=Path("x.source"), id="s", type="thirdparty"), None)
     config = ResourceConfig(path=Path("r.resource"), id="r", type="thirdparty", sources=("s",),
                             operations={"route": {"constraints": {"keys": keys}}})
-    return build_resource(config, {"s": source}, ProjectionRegistry.from_folder(None))
+    return build_resource(config, {"s": source}, ProjectionRegistry.from_folder(None), UnitRegistry(CORE_UNITS))
 
 
 def test_a_third_party_kind_brings_its_own_key_types() -> None:

@@ -12,6 +12,7 @@ from roadkit import hookimpl, hookspecs
 from roadkit.errors import PluginError
 from roadkit.plugins import Plugins, make_plugin_manager
 from roadkit.source import Source
+from roadkit.units import Unit
 from tests.core.conftest import StraightLineSource, TestPlugin
 
 TESTS = Path(__file__).parents[1]
@@ -90,8 +91,8 @@ def test_hook_roadkit_cost_units() -> None:
             return {"mile": ("distance", 1609.344)}
 
     units = Plugins.create(load_entry_points=False, extra_plugins=[Miles()]).cost_units()
-    assert units["mile"] == ("distance", 1609.344)
-    assert units["minute"] == ("time", 60.0) and units["kilometer"] == ("distance", 1000.0)
+    assert units["mile"] == Unit("mile", "distance", 1609.344)
+    assert units["minute"] == Unit("minute", "time", 60.0) and units["kilometer"] == Unit("kilometer", "distance", 1000.0)
 
 
 def test_hook_roadkit_resolve_cost(plugins: Plugins) -> None:

@@ -306,3 +306,40 @@ async def test_a_remote_kind_serves_its_engine_types_resources(tmp_path: Path, p
             assert still.status_code == 200, still.text
     finally:
         await admin.stop()
+
+
+async def test_a_resource_whose_source_is_red_is_served_once_the_source_is_fixed(running: Running) -> None:
+    c = running.client
+    red = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"fail": True})
+    assert red.status_code == 201, red.text
+    source_health = (await c.get(f"{running.admin}/health")).json()["services"][0]["sources"][0]
+    assert source_health["state"] == "red" and "refused to load" in source_health["reason"]
+    assert (await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)).status_code == 201
+    assert (await running.route()).status_code == 400  # written, but no available source to serve it
+    assert (await c.get(f"{running.admin}/services/main/resources/lines")).status_code == 200
+    fixed = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    assert fixed.status_code == 200, fixed.text
+    assert (await running.route()).status_code == 200
+    assert (await c.get(f"{running.admin}/health")).json()["state"] == "green"
+
+
+async def test_a_write_that_fails_on_disk_is_a_503_and_changes_nothing(running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import roadkit.config.writer
+
+    c = running.client
+    await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    files, (sources, resources) = running.snapshot(), memory(running.administrator)
+
+    def full(src: str, dst: str) -> None:
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(roadkit.config.writer.os, "replace", full)
+    failed = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
+    assert failed.status_code == 503
+    assert failed.json()["error"]["message"] == f"Can't write {running.root / 'resources' / 'lines.resource'}: No space left on device; nothing was changed"
+    replaced = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"profiles": ["bike"]})
+    assert replaced.status_code == 503
+    assert running.snapshot() == files, "no change and no temporary file left"
+    assert memory(running.administrator) == (sources, resources)

@@ -1,13 +1,28 @@
-"""Serving helpers shared by the administrator and the apps."""
+"""Serving: the core's servers on their listeners, and the helpers shared by the apps, tests and tools."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import datetime
+import os
+import socket
+import ssl
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
 
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
-from roadkit.servers import bound_socket, wait_until_up
+from roadkit.config.models import Listener
+from roadkit.servers import Server
+from roadkit.serving_helpers import bound_socket, wait_until_up
 
 
 def test_wait_until_up_reports_a_server_that_died_at_once() -> None:
@@ -24,3 +39,123 @@ def test_wait_until_up_times_out_when_nothing_answers() -> None:
         port = sock.getsockname()[1]
     with pytest.raises(TimeoutError):
         wait_until_up(f"http://127.0.0.1:{port}/", timeout=0.3)
+
+
+def _self_signed(folder: Path, name: str) -> tuple[Path, Path, bytes]:
+    """A self-signed certificate for ``name``: (certfile, keyfile, the certificate in DER)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    certfile, keyfile = folder / f"{name}.crt", folder / f"{name}.key"
+    certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return certfile, keyfile, cert.public_bytes(serialization.Encoding.DER)
+
+
+def _presented_certificate(port: int) -> bytes:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, context.wrap_socket(raw) as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return der
+
+
+def _lifespan_app(events: list[str]) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        events.append("startup")
+        yield
+        events.append("shutdown")
+
+    async def hello(request: Request) -> PlainTextResponse:
+        return PlainTextResponse(request.url.scheme)
+
+    return Starlette(routes=[Route("/", hello)], lifespan=lifespan)
+
+
+async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path) -> None:
+    one_cert, one_key, one_der = _self_signed(tmp_path, "one.example")
+    two_cert, two_key, two_der = _self_signed(tmp_path, "two.example")
+    sockets = {name: bound_socket("127.0.0.1", 0) for name in ("plain", "one", "two", "one-again")}
+    port = {name: sock.getsockname()[1] for name, sock in sockets.items()}
+    listeners = [
+        Listener(port=port["plain"], id="plain"),
+        Listener(port=port["one"], id="one", certfile=one_cert, keyfile=one_key),
+        Listener(port=port["two"], id="two", certfile=two_cert, keyfile=two_key),
+        Listener(port=port["one-again"], id="one-again", certfile=one_cert, keyfile=one_key),
+    ]
+    events: list[str] = []
+    server = Server(_lifespan_app(events), listeners, sockets={listener.bind: sockets[listener.id] for listener in listeners})
+    await server.start(timeout=30)
+    try:
+        presented = await asyncio.gather(*(asyncio.to_thread(_presented_certificate, port[name]) for name in ("one", "two", "one-again")))
+        assert presented == [one_der, two_der, one_der]
+        async with httpx.AsyncClient(verify=False, timeout=5) as client:
+            for name, scheme in (("plain", "http"), ("one", "https"), ("two", "https"), ("one-again", "https")):
+                response = await client.get(f"{scheme}://127.0.0.1:{port[name]}/")
+                assert (response.status_code, response.text) == (200, scheme)
+        assert events == ["startup"]  # the app starts once, however many certificates it is served with
+    finally:
+        await server.stop()
+    assert events == ["startup", "shutdown"]
+
+
+def test_binding_keeps_every_setting_of_the_configuration(tmp_path: Path) -> None:
+    certfile, keyfile, _ = _self_signed(tmp_path, "localhost")
+    sockets = [bound_socket("127.0.0.1", 0) for _ in range(2)]
+    listeners = [
+        Listener(port=sockets[0].getsockname()[1], id="plain"),
+        Listener(port=sockets[1].getsockname()[1], id="secure", certfile=certfile, keyfile=keyfile),
+    ]
+    server = Server(_lifespan_app([]), listeners, sockets={lst.bind: sock for lst, sock in zip(listeners, sockets, strict=True)})
+    before = [dict(vars(group.config)) for group in server.groups]
+    server._bind()
+    try:
+        for group, settings in zip(server.groups, before, strict=True):
+            after = dict(vars(group.config))
+            changed = {key for key in settings.keys() | after.keys() if settings.get(key) != after.get(key)}
+            assert changed == {"_bind"}, changed  # hypercorn keeps ``bind`` as ``_bind``
+            assert len(group.config.bind) == len(group.listeners)
+            assert all(bind.startswith("fd://") for bind in group.config.bind)
+        secure = next(group for group in server.groups if group.listeners[0].https)
+        assert secure.config.certfile == str(certfile) and secure.config.ssl_enabled
+    finally:
+        for group in server.groups:
+            for bind in group.config.bind:
+                os.close(int(bind.removeprefix("fd://")))
+        for sock in sockets:
+            sock.close()
+
+
+def test_the_development_iam_needs_no_routing_core() -> None:
+    # Its command line and its test helpers serve with roadkit.serving_helpers (its configuration
+    # reads files with roadkit.config): no routing code is loaded.
+    code = (
+        "import sys, roadkit_deviam.cli, roadkit_deviam.testing;"
+        "print(' '.join(sorted(m for m in sys.modules if m == 'roadkit' or m.startswith('roadkit.'))))"
+    )
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
+    assert "roadkit.serving_helpers" in loaded
+    routing_core = {"roadkit.servers", "roadkit.service", "roadkit.plugins", "roadkit.app", "roadkit.source", "roadkit.resources",
+                    "roadkit.model", "roadkit.api", "roadkit.administrator", "roadkit.apis"}
+    assert not (loaded & routing_core), sorted(loaded & routing_core)
+
+
+def test_serving_helpers_import_nothing_else_of_roadkit() -> None:
+    code = "import sys, roadkit.serving_helpers; print(' '.join(sorted(m for m in sys.modules if m.startswith('roadkit'))))"
+    loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == ["roadkit", "roadkit.serving_helpers"]

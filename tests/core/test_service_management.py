@@ -233,3 +233,40 @@ async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, pl
         assert not (tmp_path / "second.service.toml").exists()
     finally:
         await admin.stop()
+
+
+async def test_services_created_and_deleted_while_the_administrator_starts(tmp_path: Path, plugins: Plugins) -> None:
+    import asyncio
+
+    from tests.core.conftest import StraightLineSource
+
+    setup = Admin(tmp_path, plugins)
+    write(tmp_path / "third.toml", (tmp_path / "service.toml").read_text().replace(f"port = {setup.main_port}", f"port = {free_port()}"))
+    setup.path.write_text(setup.path.read_text() + '\n[[services]]\nid = "third"\nconfiguration = "third.toml"\nmode = "same-process"\n')
+    admin = Administrator(load_server(setup.path), plugins)
+    StraightLineSource.gate = asyncio.Event()  # "main" stays starting until the gate opens
+    starting = asyncio.create_task(admin.start())
+    try:
+        async with httpx.AsyncClient(timeout=10) as c:
+            for _ in range(200):
+                try:
+                    await c.get(f"{setup.base}/version")
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.02)
+            empty = configuration(free_port())
+            created = await c.post(f"{setup.base}/services", json={"id": "second", "mode": "same-process", "configuration": empty})
+            assert created.status_code == 201, created.text
+            deleting = asyncio.create_task(c.delete(f"{setup.base}/services/third"))  # not started yet
+            await asyncio.sleep(0.1)
+            StraightLineSource.gate.set()
+            await starting
+            assert (await deleting).status_code == 204
+            health = (await c.get(f"{setup.base}/health")).json()
+            assert sorted(s["id"] for s in health["services"]) == ["main", "second"]
+            assert admin.handles.keys() == {"main", "second"}
+            assert "third" not in setup.path.read_text()
+    finally:
+        StraightLineSource.gate.set()
+        await asyncio.gather(starting, return_exceptions=True)
+        await admin.stop()

@@ -12,7 +12,7 @@ import pytest
 from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_client import testing as client_testing
 
 from .helpers import login_local

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import osrm
 import pytest
 
 from roadkit.config.loader import read_source
-from roadkit.errors import NoPathFound
+from roadkit.errors import EngineTimeout, NoPathFound, SourceUnavailable
 from roadkit.model import Constraint, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
 from roadkit.source import SourceState
@@ -145,3 +146,23 @@ class TestOsrmContract(SourceContract):
     @pytest.fixture
     def contract_points(self) -> list[tuple[float, float]]:
         return [START, END]
+
+
+async def test_loading_a_dataset_is_not_bounded_by_the_request_time_out(osrm_example: Path) -> None:
+    config = read_source(osrm_example / "sources" / "monaco-car-fastest.source")
+    # A time-out no engine call meets: loading the dataset still succeeds, a request does not.
+    source = OsrmSource.from_config(attrs.evolve(config, timeout=1e-9))
+    await source.connect()
+    try:
+        assert source.state is SourceState.GREEN
+        with pytest.raises(EngineTimeout):
+            await source.route(RouteRequest((START, END), Cost("car", "fastest")))
+    finally:
+        await source.disconnect()
+
+
+async def test_a_source_not_connected_is_unavailable_like_every_engine(osrm_example: Path) -> None:
+    source = OsrmSource.from_config(read_source(osrm_example / "sources" / "monaco-car-fastest.source"))
+    with pytest.raises(SourceUnavailable) as raised:
+        await source.route(RouteRequest((START, END), Cost("car", "fastest")))
+    assert (raised.value.status, raised.value.code) == (503, "source_unavailable")

@@ -466,3 +466,43 @@ def test_the_native_api_forwards_encoded_characters_as_osrm_routed_reads_them(ga
         compare(url, expected, native_get(gateway_native, url))
         statuses.append(expected[0])
     assert statuses.count(200) >= 4 and statuses.count(400) >= 1, statuses
+
+
+async def test_a_server_whose_front_answers_503_is_failed_over(tmp_path: Path, routed: dict[str, EngineServer]) -> None:
+    """A load balancer or proxy in front of a dead server says 502/503/504: that server is left out."""
+    from aiohttp import ClientSession, web
+
+    server = routed["car-fastest"]
+    gone = False
+
+    async def front(request: web.Request) -> web.Response:
+        if gone:
+            return web.Response(status=503, text="no healthy upstream")
+        async with ClientSession(trust_env=False) as session, session.get(server.url + request.path_qs) as answer:
+            return web.Response(status=answer.status, body=await answer.read(), content_type="application/json")
+
+    runner = web.AppRunner(_front_app(front))
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    front_url = f"http://127.0.0.1:{port}"
+    source = await remote(tmp_path, "car-fastest", [front_url, server.url], health_interval=30)
+    try:
+        assert {s["url"]: s["state"] for s in source.health()["servers"]} == {front_url: "up", server.url: "up"}
+        gone = True
+        results = [await source.route(ROUTE) for _ in range(6)]
+        assert all(r == results[0] for r in results)
+        states = {s["url"]: s for s in source.health()["servers"]}
+        assert states[front_url]["state"] == "down" and "HTTP 503" in states[front_url]["reason"]
+        assert source.state is SourceState.GREEN
+    finally:
+        await source.disconnect()
+        await runner.cleanup()
+
+
+def _front_app(handler: Any) -> Any:
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handler)
+    return app

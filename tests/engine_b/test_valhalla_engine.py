@@ -11,12 +11,16 @@ from typing import Any
 import pytest
 from pyproj import Geod
 from shapely.geometry import shape
+from starlette.testclient import TestClient
 
+from roadkit import hookimpl
+from roadkit.app import create_app
+from roadkit.config import load_service
 from roadkit.config.loader import read_source
 from roadkit.errors import ParameterInvalid
 from roadkit.model import Constraint, Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import SourceState
+from roadkit.source import Source, SourceState
 from roadkit.testing import SourceContract
 from roadkit_valhalla import ValhallaSource
 from tests.engine_b.conftest import END, START, VIA, edit_source
@@ -290,3 +294,33 @@ def test_invalid_engine_polygons_are_repaired_and_empty_ones_dropped() -> None:
     assert clean_polygon(square) == {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}
     assert clean_polygon({"type": "Polygon", "coordinates": []}) is None
     assert clean_polygon({"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [0, 0]]]}) is None
+
+
+def test_hook_roadkit_resolve_cost_override_changes_the_route(valhalla_example: Path) -> None:
+    """A plugin answering roadkit_resolve_cost is what the engine uses: car/fastest computed as walking."""
+    from roadkit_valhalla.options import ValhallaCost
+
+    asked: list[Cost] = []
+
+    class WalkEverywhere:
+        @hookimpl
+        def roadkit_resolve_cost(self, source: Source, cost: Cost) -> Any:
+            asked.append(cost)
+            if cost.profile == "car" and cost.optimization == "fastest":
+                return ValhallaCost(profile="car", optimization="fastest", cost_type="time", costing="pedestrian")
+            return None  # the source's own setting
+
+    params = {"resource": "monaco-valhalla", "profile": "car", "optimization": "fastest", "start": "7.41337,43.72956",
+              "end": "7.41983,43.73115", "timeUnit": "second", "distanceUnit": "meter"}
+    durations = []
+    for extra in ([], [WalkEverywhere()]):
+        service = load_service(valhalla_example / "service.toml")
+        with TestClient(create_app(service, Plugins.create(extra_plugins=extra))) as client:
+            response = client.get("/simple/1.0.0/route", params=params)
+            assert response.status_code == 200, response.text
+            durations.append(response.json()["duration"])
+    car, walking = durations
+    # Resolved once per declared cost at connection, not per request.
+    assert sorted(map(str, asked)) == sorted({str(c) for c in asked}) and len(asked) >= 4
+    # 1 km across Monaco: a couple of minutes by car, a quarter of an hour on foot.
+    assert walking > 3 * car, (car, walking)

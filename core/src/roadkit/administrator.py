@@ -228,7 +228,7 @@ class Administrator:
 
     async def health(self) -> dict[str, Any]:
         """Global state: green only when every service is green; red when any is red or starting."""
-        services = [await handle.health() for handle in self.handles.values()]
+        services = [await handle.health() for handle in list(self.handles.values())]
         states = {s["state"] for s in services}
         if states <= {"green"}:
             state = "green"
@@ -245,12 +245,13 @@ class Administrator:
         self.server = Server(create_admin_app(self), [self.config.administrator.listener])
         await self.server.start()
         log.info("admin API listening on %s", self.config.administrator.listener.bind)
-        for handle in self.handles.values():
-            await handle.start()
+        for handle in list(self.handles.values()):  # the admin API may add or delete services meanwhile
+            if self.handles.get(handle.id) is handle:
+                await handle.start()
 
     async def stop(self) -> None:
         """Stop the services, then the admin listener."""
-        for handle in self.handles.values():
+        for handle in list(self.handles.values()):
             await handle.stop()
         if self.server is not None:
             await self.server.stop()

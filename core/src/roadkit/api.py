@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute
 from roadkit.errors import BadRequest, RoadkitError
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
+    from roadkit.view import ServiceView
 
 log = logging.getLogger("roadkit.api")
 
@@ -31,8 +31,8 @@ class Api:
 
     name: str
     version: str
-    routes: Callable[[Service], list[BaseRoute]]
-    openapi: Callable[[Service, str], dict[str, Any]] | None = None
+    routes: Callable[[ServiceView], list[BaseRoute]]
+    openapi: Callable[[ServiceView, str], dict[str, Any]] | None = None
 
     @property
     def prefix(self) -> str:

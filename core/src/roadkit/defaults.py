@@ -18,14 +18,9 @@ def roadkit_resolve_cost(source: Source, cost: Cost) -> Any:
 
 @hookimpl(trylast=True)
 def roadkit_cost_units() -> dict[str, tuple[str, float]]:
-    return {
-        "hour": ("time", 3600.0),
-        "minute": ("time", 60.0),
-        "second": ("time", 1.0),
-        "standard": ("time", 1.0),
-        "meter": ("distance", 1.0),
-        "kilometer": ("distance", 1000.0),
-    }
+    from roadkit.units import CORE_UNITS
+
+    return dict(CORE_UNITS)
 
 
 @hookimpl(trylast=True)

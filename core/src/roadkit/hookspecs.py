@@ -1,4 +1,4 @@
-"""Every roadkit hook. Plugins implement them with ``from roadkit import hookimpl``.
+"""Every roadkit hook. Plugins implement them with ``from roadkit.contract import hookimpl``.
 
 Hooks run at assembly time (start-up, configuration, app building), never per request:
 request-time work is the async methods of :class:`roadkit.source.Source`.
@@ -12,11 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from roadkit.api import Api
-    from roadkit.cli import Command
-    from roadkit.model import Cost
-    from roadkit.service import Service
-    from roadkit.source import Source
+    # Only the public contract: the hooks speak the names plugins import (and no serving code).
+    from roadkit.contract import Api, Command, Cost, ServiceView, Source
 
 hookspec = pluggy.HookspecMarker("roadkit")
 
@@ -51,7 +48,7 @@ def roadkit_cost_units() -> dict[str, tuple[str, float]]:  # type: ignore[empty-
 
 
 @hookspec
-def roadkit_capabilities(service: Service, capabilities: dict[str, Any]) -> None:
+def roadkit_capabilities(service: ServiceView, capabilities: dict[str, Any]) -> None:
     """Add to the simple API's GetCapabilities document, in place (parameters, profiles, fields).
 
     Called once when the simple API is built for a service, after core has filled info, provider

@@ -16,7 +16,7 @@ import attrs
 
 from roadkit.config.loader import load_service, parse_server, parse_service
 from roadkit.config.models import Listener, ManagedService, ServerConfig
-from roadkit.config.writer import ServerFileEditor, atomic_write, dump_toml, null_problems
+from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, null_problems
 from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
 from roadkit.publication import ID_PATTERN
 
@@ -114,10 +114,7 @@ class Management:
         if problems or server is None:
             raise ConfigurationError(problems)
         managed = next(m for m in server.services if m.id == sid)
-        try:
-            self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
-        except ConfigurationError as exc:
-            raise ConfigurationError(exc.problems) from None
+        self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
         return Plan(service_file, text, editor, server, managed, tuple(folders))
 
     def _write(self, plan: Plan) -> None:
@@ -133,7 +130,10 @@ class Management:
                 atomic_write(plan.service_file, previous)
             raise
         for folder in plan.folders:
-            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WriteFailed(f"Can't create the folder {folder}: {exc.strerror or exc} (the service files are written; create it and restart the service)") from None
 
     async def create(self, body: Any) -> ServiceHandle:
         """``POST /services``: check, write the service file and the server file, start the service."""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import attrs
 
-from roadkit.servers import bound_socket
+from roadkit.serving_helpers import bound_socket
 
 
 class ClusterError(RuntimeError):

@@ -17,6 +17,7 @@ import pluggy
 
 from roadkit import hookspecs
 from roadkit.errors import PluginError
+from roadkit.units import UnitRegistry
 
 if TYPE_CHECKING:
     from roadkit.api import Api
@@ -111,12 +112,10 @@ class Plugins:
         """The engine setting of one cost of a source."""
         return self.pm.hook.roadkit_resolve_cost(source=source, cost=cost)
 
-    def cost_units(self) -> dict[str, tuple[str, float]]:
-        """Every unit known to the plugins, with its cost type and factor to seconds/meters."""
-        units: dict[str, tuple[str, float]] = {}
-        for answer in reversed(self.pm.hook.roadkit_cost_units()):  # later-registered plugins win
-            units.update(answer)
-        return units
+    def cost_units(self) -> UnitRegistry:
+        """The registry of every unit the plugins know (a later-registered plugin redefines a unit)."""
+        # pluggy answers last-registered first: reversed, core's defaults come first and plugins win.
+        return UnitRegistry.merged(reversed(self.pm.hook.roadkit_cost_units()))
 
     def extend_capabilities(self, service: Any, capabilities: dict[str, Any]) -> None:
         """Let every plugin add to a capabilities document."""

@@ -174,7 +174,7 @@ class ServiceFiles:
                 problems.append(f"{path}: sources[{i}]: source {sid!r} is of type {source.type!r}, not {config.type!r}")
         projections = self._projections(problems)
         if not problems and projections is not None:
-            _, found = build_resource(config, self._sources(), projections)
+            _, found = build_resource(config, self._sources(), projections, self.plugins.cost_units())
             problems.extend(found)
         if problems:
             raise ConfigurationError(problems)

@@ -16,7 +16,7 @@ from roadkit.operations import OPERATIONS
 from roadkit.parameters import ConstraintParameter, Parameter, PointParameter, build_parameter
 from roadkit.projections import ProjectionRegistry
 from roadkit.source import Source
-from roadkit.units import DISTANCE_UNITS, TIME_UNITS
+from roadkit.units import UnitRegistry
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,13 @@ class Resource:
         return self.sources[0]
 
 
-def _derived_values(name: str, op: str, sources: list[Source], projections: ProjectionRegistry) -> list[str] | None:
+#: The parameters naming a unit, with the cost type of their units.
+UNIT_PARAMETERS = {"timeUnit": "time", "distanceUnit": "distance"}
+
+
+def _derived_values(
+    name: str, op: str, sources: list[Source], projections: ProjectionRegistry, units: UnitRegistry
+) -> list[str] | None:
     costs = [cost for source in sources for cost in source.costs()]
     if name == "profile":
         wanted = [c.profile for c in costs if (c.optimization if op == "route" else c.cost_type)]
@@ -84,10 +90,8 @@ def _derived_values(name: str, op: str, sources: list[Source], projections: Proj
         return projections.ids()
     elif name == "geometryFormat":
         return list(GEOMETRY_FORMATS)
-    elif name == "timeUnit":
-        return list(TIME_UNITS)
-    elif name == "distanceUnit":
-        return list(DISTANCE_UNITS)
+    elif name in UNIT_PARAMETERS:
+        return units.names(UNIT_PARAMETERS[name])
     elif name == "direction":
         return ["departure", "arrival"]
     elif name == "waysAttributes":
@@ -100,9 +104,12 @@ def _derived_values(name: str, op: str, sources: list[Source], projections: Proj
 
 
 def build_resource(
-    config: ResourceConfig, available: Mapping[str, Source], projections: ProjectionRegistry
+    config: ResourceConfig, available: Mapping[str, Source], projections: ProjectionRegistry, units: UnitRegistry
 ) -> tuple[Resource | None, list[str]]:
     """A resource from its file and the available sources; problems name the file and key.
+
+    ``units`` is the service's unit registry: a ``timeUnit``/``distanceUnit`` value it does not know
+    is a problem here, not an error when a request asks for it.
 
     Unknown or unavailable source ids are left out with a warning; with no source left the
     resource is skipped (``None``) with a warning.
@@ -141,7 +148,7 @@ def build_resource(
         for spec in OPERATIONS[op]:
             if spec.name == "resource":
                 continue
-            derived = _derived_values(spec.name, op, sources, projections)
+            derived = _derived_values(spec.name, op, sources, projections, units)
             param = build_parameter(spec, settings.get(spec.name, {}), derived, f"{where}.{spec.name}", problems, key_types)
             if isinstance(param, PointParameter) and param.projection not in projections:
                 problems.append(f"{where}.{spec.name}.projection: unknown projection {param.projection!r}")
@@ -150,6 +157,11 @@ def build_resource(
         if isinstance(constraints, ConstraintParameter) and constraints.keys:
             check_constraint_types(constraints, sources, where, problems)
             params["constraints"] = learn_bans(constraints, sources, where)
+        for name, cost_type in UNIT_PARAMETERS.items():
+            for value in getattr(params.get(name), "values", ()):
+                problem = units.problem(value, cost_type)
+                if problem is not None:
+                    problems.append(f"{where}.{name}.values: {problem}")
         crs = params.get("crs")
         for value in getattr(crs, "values", ()):
             if value not in projections:

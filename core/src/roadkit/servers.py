@@ -1,4 +1,8 @@
-"""Running ASGI apps with hypercorn: on listeners, on pre-bound sockets, in a background thread."""
+"""The routing core's serving code: an app on its configured listeners with hypercorn.
+
+The helpers the apps, tests and tools use (an app on a pre-bound socket, in a thread, waiting until
+it answers) are in :mod:`roadkit.serving_helpers`.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import socket
 import ssl
-import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
 
+import attrs
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,24 +25,69 @@ from roadkit.config.models import Listener
 log = logging.getLogger(__name__)
 
 
-def hypercorn_config(listeners: Sequence[Listener], *, access_log: bool = False, startup_timeout: float = 120.0) -> Config:
-    """A hypercorn configuration binding every listener (HTTPS where a certificate is given)."""
+def hypercorn_config(
+    *, certfile: Path | None = None, keyfile: Path | None = None, access_log: bool = False, startup_timeout: float = 120.0
+) -> Config:
+    """A hypercorn configuration for listeners that share one certificate (none: plain HTTP).
+
+    It binds nothing: :meth:`Server._bind` gives it the listening sockets, and is the only place
+    that sets ``bind``.
+    """
     config = Config()
-    plain = [listener.bind for listener in listeners if not listener.https]
-    secure = [listener for listener in listeners if listener.https]
-    config.bind = plain
-    if secure:
-        # hypercorn serves one certificate: every HTTPS listener of a service shares the first one's.
-        config.insecure_bind = plain
-        config.bind = [listener.bind for listener in secure]
-        config.certfile = str(secure[0].certfile)
-        config.keyfile = str(secure[0].keyfile)
+    config.bind = []
+    config.insecure_bind = []
+    if certfile is not None:
+        config.certfile = str(certfile)
+        config.keyfile = str(keyfile) if keyfile is not None else None
     config.accesslog = logging.getLogger("roadkit.access") if access_log else None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.startup_timeout = startup_timeout
     config.graceful_timeout = 5.0
     config.keep_alive_timeout = 75.0
     return config
+
+
+@attrs.define
+class ListenerGroup:
+    """Listeners served by one hypercorn ``serve``: plain HTTP ones, or HTTPS ones with one certificate."""
+
+    config: Config
+    listeners: list[Listener]
+
+
+def listener_groups(listeners: Sequence[Listener], *, access_log: bool = False, startup_timeout: float = 120.0) -> list[ListenerGroup]:
+    """The listeners grouped by certificate: hypercorn serves one certificate per ``serve``, so each
+    HTTPS certificate gets its own, and every listener presents the certificate it was configured with.
+    """
+    groups: dict[tuple[Path | None, Path | None], ListenerGroup] = {}
+    for listener in listeners:
+        key = (listener.certfile, listener.keyfile)
+        if key not in groups:
+            config = hypercorn_config(
+                certfile=listener.certfile, keyfile=listener.keyfile, access_log=access_log, startup_timeout=startup_timeout
+            )
+            groups[key] = ListenerGroup(config, [])
+        groups[key].listeners.append(listener)
+    return list(groups.values())
+
+
+class NoLifespan:
+    """ASGI wrapper for the second and later ``serve`` of one app: the app's start-up and shutdown run once."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
 
 class Draining:
@@ -72,7 +117,11 @@ class Draining:
 
 
 class Server:
-    """One hypercorn server for an app; ``start`` returns once every listener accepts connections."""
+    """One app served on its listeners; ``start`` returns once every listener accepts connections.
+
+    Each HTTPS certificate gets its own hypercorn ``serve`` (hypercorn presents one certificate per
+    configuration); the app's lifespan runs once, in the first.
+    """
 
     def __init__(
         self,
@@ -85,37 +134,39 @@ class Server:
     ) -> None:
         self.app = Draining(app)
         self.listeners = list(listeners)
-        self.config = hypercorn_config(self.listeners, access_log=access_log, startup_timeout=startup_timeout)
+        self.groups = listener_groups(self.listeners, access_log=access_log, startup_timeout=startup_timeout)
         self._shutdown = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
+        self.tasks: list[asyncio.Task[None]] = []
         #: The listening sockets by bind address, kept by roadkit (hypercorn serves on duplicates), so
         #: that a replacing server can accept on the very same sockets: no moment without a listener.
         self.sockets: dict[str, socket.socket] = dict(sockets or {})
 
     def _bind(self) -> None:
         """Bind every listener now, so that a port in use is an immediate OSError naming it."""
-        plain: list[str] = []
-        secure: list[str] = []
         duplicates: list[int] = []
-        for listener in self.listeners:
-            sock = self.sockets.get(listener.bind)
-            if sock is None:
-                family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
-                sock = socket.socket(family, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    sock.bind((listener.host, listener.port))
-                except OSError as exc:
-                    sock.close()
-                    for fd in duplicates:
-                        os.close(fd)
-                    raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
-                self.sockets[listener.bind] = sock
-            # hypercorn closes its duplicate when it stops; this server closes the original in stop().
-            duplicates.append(os.dup(sock.fileno()))
-            (secure if listener.https else plain).append(f"fd://{duplicates[-1]}")
-        self.config.bind = secure or plain
-        self.config.insecure_bind = plain if secure else []
+        binds: list[list[str]] = []
+        for group in self.groups:
+            binds.append([])
+            for listener in group.listeners:
+                sock = self.sockets.get(listener.bind)
+                if sock is None:
+                    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+                    sock = socket.socket(family, socket.SOCK_STREAM)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    try:
+                        sock.bind((listener.host, listener.port))
+                    except OSError as exc:
+                        sock.close()
+                        for fd in duplicates:
+                            os.close(fd)
+                        raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
+                    self.sockets[listener.bind] = sock
+                # hypercorn closes its duplicate when it stops; this server closes the original in stop().
+                duplicates.append(os.dup(sock.fileno()))
+                binds[-1].append(f"fd://{duplicates[-1]}")
+        # Set only once every socket is bound: a failure above leaves the configurations untouched.
+        for group, bind in zip(self.groups, binds, strict=True):
+            group.config.bind = bind
 
     def hand_over(self) -> dict[str, socket.socket]:
         """Give the listening sockets to the server that replaces this one; ``stop`` then leaves them open."""
@@ -126,18 +177,26 @@ class Server:
         """Bind, serve in the background, and return once every listener accepts connections."""
         self._shutdown.clear()
         self._bind()
-        self.task = asyncio.create_task(serve(self.app, self.config, shutdown_trigger=self._shutdown.wait))  # type: ignore[arg-type]
         deadline = asyncio.get_running_loop().time() + timeout
-        for listener in self.listeners:
-            while True:
-                if self.task.done():
-                    exc = self.task.exception()
-                    raise OSError(f"server on {listener.bind} stopped before it was ready: {exc!r}")
-                if await _accepts(listener):
-                    break
-                if asyncio.get_running_loop().time() > deadline:
-                    raise TimeoutError(f"server on {listener.bind} not ready after {timeout:g} s")
-                await asyncio.sleep(0.05)
+        # The first group runs the app's start-up; the others begin once it accepts, so that no
+        # listener answers before the app has started.
+        for index, group in enumerate(self.groups):
+            app: ASGIApp = self.app if index == 0 else NoLifespan(self.app)
+            task = asyncio.create_task(serve(app, group.config, shutdown_trigger=self._shutdown.wait))  # type: ignore[arg-type]
+            self.tasks.append(task)
+            for listener in group.listeners:
+                await self._wait_accepting(task, listener, deadline, timeout)
+
+    async def _wait_accepting(self, task: asyncio.Task[None], listener: Listener, deadline: float, timeout: float) -> None:
+        while True:
+            if task.done():
+                exc = task.exception()
+                raise OSError(f"server on {listener.bind} stopped before it was ready: {exc!r}")
+            if await _accepts(listener):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"server on {listener.bind} not ready after {timeout:g} s")
+            await asyncio.sleep(0.05)
 
     async def drain(self, seconds: float) -> None:
         """For ``seconds``, answer every request with ``Connection: close``; then stop."""
@@ -148,12 +207,13 @@ class Server:
     async def stop(self) -> None:
         """Stop accepting, finish the requests in flight, run the app's shutdown."""
         self._shutdown.set()
-        if self.task is not None:
+        # The later groups first: the first one runs the app's shutdown, once nothing else serves it.
+        for task in reversed(self.tasks):
             try:
-                await self.task
+                await task
             except Exception:
                 log.exception("server stopped with an error")
-            self.task = None
+        self.tasks = []
         for sock in self.sockets.values():
             sock.close()
         self.sockets = {}
@@ -174,100 +234,3 @@ async def _accepts(listener: Listener) -> bool:
     with contextlib.suppress(OSError, ssl.SSLError):
         await writer.wait_closed()
     return True
-
-
-#: Access-log format without the query string: codes, states and tokens never reach the log.
-ACCESS_LOG_FORMAT = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(L)ss'
-
-
-def bound_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (0 = a free port), not listening yet."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    return sock
-
-
-def socket_config(sock: socket.socket, *, access_log: bool = False) -> Config:
-    """A hypercorn config that serves on an already bound socket (its file descriptor moves to hypercorn)."""
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = logging.getLogger("hypercorn.access") if access_log else None
-    config.errorlog = logging.getLogger("hypercorn.error")  # through the app's logging, not a second handler
-    config.access_log_format = ACCESS_LOG_FORMAT
-    config.graceful_timeout = 1.0
-    return config
-
-
-async def serve_all(apps: Sequence[tuple[Any, Config]], stop: asyncio.Event | None = None) -> None:
-    """Serve every (app, config) pair on the running loop until ``stop`` is set (or SIGINT/SIGTERM).
-
-    One shared event stops every server: hypercorn's own signal handling would only stop the
-    last server started, since a loop has one handler per signal.
-    """
-    if stop is None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-    await asyncio.gather(*(serve(app, config, shutdown_trigger=stop.wait) for app, config in apps))
-
-
-def wait_until_up(url: str, timeout: float = 15.0, *, alive: Callable[[], bool] | None = None) -> None:
-    """Poll ``url`` until the server answers with any HTTP status.
-
-    ``alive`` (e.g. ``lambda: process.poll() is None``) is asked before each try: a server that
-    died is a RuntimeError at once, not a time-out later.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        if alive is not None and not alive():
-            raise RuntimeError(f"the server for {url} exited before it answered")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"server at {url} did not start within {timeout} s") from None
-            time.sleep(0.05)
-
-
-class ServerThread:
-    """Serve ASGI apps on pre-bound sockets in a daemon thread with its own event loop."""
-
-    def __init__(self, apps: Sequence[tuple[Any, socket.socket]], *, access_log: bool = False) -> None:
-        self._configs = [(app, socket_config(sock, access_log=access_log)) for app, sock in apps]
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._started = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="roadkit-server-thread", daemon=True)
-
-    def _run(self) -> None:
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
-            self._started.set()
-            await serve_all(self._configs, self._stop)
-
-        try:
-            asyncio.run(main())
-        except BaseException as exc:  # reported to the thread that waits for start-up
-            self._error = exc
-            self._started.set()
-
-    def start(self, ready_url: str) -> None:
-        """Start serving and return once ``ready_url`` answers."""
-        self._thread.start()
-        self._started.wait(10)
-        if self._error is not None:
-            raise RuntimeError("test server failed to start") from self._error
-        wait_until_up(ready_url)
-
-    def stop(self) -> None:
-        """Shut the servers down gracefully and wait for the thread."""
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)

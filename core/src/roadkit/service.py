@@ -15,6 +15,7 @@ from roadkit.projections import ProjectionRegistry
 from roadkit.reconnect import Backoff, Reconnection, keep_connecting
 from roadkit.resources import Resource, build_resource
 from roadkit.source import Source, SourceState
+from roadkit.units import UnitRegistry
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class Service:
         self.projections = ProjectionRegistry()
         self.sources: dict[str, Source] = {}
         self.resources: dict[str, Resource] = {}
-        self.units: dict[str, tuple[str, float]] = {}
+        self.units = UnitRegistry({})
         self._resource_configs: list[ResourceConfig] = []
         self._changes = asyncio.Lock()
         self._retiring: set[asyncio.Task[None]] = set()
@@ -82,7 +83,7 @@ class Service:
         """
         problems: list[str] = []
         for config in self._resource_configs:
-            problems.extend(build_resource(config, self.sources, self.projections)[1])
+            problems.extend(build_resource(config, self.sources, self.projections, self.units)[1])
         return problems
 
     def _build_source(self, config: SourceConfig) -> Source | None:
@@ -111,7 +112,7 @@ class Service:
                 problems: list[str] = []
                 resources: dict[str, Resource] = {}
                 for config in self._resource_configs:
-                    resource, found = build_resource(config, available, self.projections)
+                    resource, found = build_resource(config, available, self.projections, self.units)
                     problems.extend(found)
                     if resource is not None:
                         resources[resource.id] = resource
@@ -135,10 +136,10 @@ class Service:
             self._reconnect_later(source)
 
     async def _attempt(self, source: Source) -> None:
-        for cost in source.costs():
-            self.plugins.resolve_cost(source, cost)
         before = source.reason
         try:
+            # Once per connection: the engine reads these settings (Source.setting), a plugin's override included.
+            source.keep_cost_settings({cost: self.plugins.resolve_cost(source, cost) for cost in source.costs()})
             await source.connect()
         except Exception as exc:  # an engine that fails to load leaves the source red, not the service down
             # The source's own reason when it gave a new one (it knows best), else the exception's.
@@ -292,7 +293,7 @@ class Service:
         for config in self._resource_configs:
             if not which(config):
                 continue
-            resource, problems = build_resource(config, available, self.projections)
+            resource, problems = build_resource(config, available, self.projections, self.units)
             if problems:
                 if strict:
                     raise ConfigurationError(problems)

@@ -76,6 +76,8 @@ class Source:
         self.state = SourceState.INIT
         self.reason = ""
         self._executor: Executor | None = None
+        #: The engine setting of each declared cost, resolved once when the source connects (roadkit_resolve_cost).
+        self.cost_settings: dict[Cost, Any] = {}
 
     @property
     def id(self) -> str:
@@ -102,8 +104,37 @@ class Source:
         return ()
 
     def resolve_cost(self, cost: Cost) -> Any:
-        """The engine setting of one cost (default: the cost itself)."""
+        """The engine setting of one cost (default: the cost itself).
+
+        The service asks this through the ``roadkit_resolve_cost`` hook once per declared cost when
+        the source connects (a plugin may answer instead); the engine reads the answer with
+        :meth:`setting`, never this method, so that an override is what requests get.
+        """
         return cost
+
+    def keep_cost_settings(self, settings: Mapping[Cost, Any]) -> None:
+        """Keep the engine setting of every declared cost (called by the service before ``connect``)."""
+        self.cost_settings = dict(settings)
+
+    def setting(self, cost: Cost) -> Any:
+        """The engine setting of a request's cost, as resolved at connection.
+
+        A request's cost names a profile with an optimization (routes) or a cost type (isochrones):
+        it matches the declared cost with the same profile and that optimization (else cost type).
+        A source used without a service (no settings kept) resolves the cost itself.
+        """
+        if not self.cost_settings:
+            return self.resolve_cost(cost)
+        if cost in self.cost_settings:
+            return self.cost_settings[cost]
+        for declared, setting in self.cost_settings.items():
+            if declared.profile == cost.profile and cost.optimization is not None and declared.optimization == cost.optimization:
+                return setting
+        for declared, setting in self.cost_settings.items():
+            if declared.profile == cost.profile and cost.cost_type is not None and declared.cost_type == cost.cost_type:
+                return setting
+        # Not a declared cost: the source says why (e.g. a ParameterInvalid naming the profile).
+        return self.resolve_cost(cost)
 
     @classmethod
     def prepare(cls, config: SourceConfig, options: Any, *, force: bool, progress: Progress) -> bool:
@@ -159,10 +190,16 @@ class Source:
         """How many engine calls may run at once (override for engines that release the GIL)."""
         return 4
 
-    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking engine call off the event loop, bounded by the source's time-out."""
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, bounded: bool = True) -> T:
+        """Run a blocking engine call off the event loop, bounded by the source's time-out.
+
+        ``bounded=False`` for work that is no request, such as loading the engine's data at
+        connection: the time-out is a request's, and a large dataset may take far longer to load.
+        """
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor(), fn, *args)
+        if not bounded:
+            return await future
         try:
             return await asyncio.wait_for(future, self.timeout)
         except TimeoutError:

@@ -1,13 +1,41 @@
-"""Time and distance units of the simple API; engines always speak seconds and meters."""
+"""The unit registry: every time and distance unit the service knows, from the ``roadkit_cost_units`` hook.
+
+Engines always speak seconds (time) and meters (distance); the simple API converts the user's
+values and the engine's totals with the registry of its service. Core contributes the units below
+through its default plugin; a plugin may add units (``mile``) or redefine one.
+"""
 
 from __future__ import annotations
 
-from roadkit.errors import ParameterInvalid
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-TIME_UNITS = ("hour", "minute", "second", "standard")
-DISTANCE_UNITS = ("meter", "kilometer")
-_SECONDS = {"hour": 3600.0, "minute": 60.0, "second": 1.0}
-_METERS = {"meter": 1.0, "kilometer": 1000.0}
+import attrs
+
+from roadkit.errors import ParameterInvalid, PluginError
+
+#: Core's units: ``{name: (cost type, factor to seconds or meters)}``.
+CORE_UNITS: dict[str, tuple[str, float]] = {
+    "hour": ("time", 3600.0),
+    "minute": ("time", 60.0),
+    "second": ("time", 1.0),
+    "standard": ("time", 1.0),
+    "meter": ("distance", 1.0),
+    "kilometer": ("distance", 1000.0),
+}
+#: Durations written ``HH:MM:SS`` (values given in it count as seconds).
+STANDARD = "standard"
+COST_TYPES = ("time", "distance")
+
+
+@attrs.frozen
+class Unit:
+    """One unit: its cost type and how many seconds (time) or meters (distance) one of it is."""
+
+    name: str
+    cost_type: str
+    factor: float
 
 
 def format_standard(seconds: float) -> str:
@@ -20,31 +48,57 @@ def format_standard(seconds: float) -> str:
     return f"{int(hours):02d}:{int(minutes):02d}:{text}"
 
 
-def seconds_to(unit: str, seconds: float) -> float | str:
-    """A duration in seconds written in ``unit``."""
-    if unit == "standard":
-        return format_standard(seconds)
-    return seconds / _SECONDS[unit]
+class UnitRegistry:
+    """Every unit of a service, checked once when it is built (a bad plugin unit is a start-up error)."""
 
+    def __init__(self, units: Mapping[str, tuple[str, float]], *, origin: str = "roadkit_cost_units") -> None:
+        self._units: dict[str, Unit] = {}
+        for name, entry in units.items():
+            try:
+                cost_type, factor = entry
+                factor = float(factor)
+            except (TypeError, ValueError):
+                raise PluginError(f"{origin}: unit {name!r}: expected (cost type, factor), got {entry!r}") from None
+            if cost_type not in COST_TYPES:
+                raise PluginError(f"{origin}: unit {name!r}: cost type {cost_type!r} is not one of {', '.join(COST_TYPES)}")
+            if not (math.isfinite(factor) and factor > 0):
+                raise PluginError(f"{origin}: unit {name!r}: factor {factor!r} is not a positive number")
+            self._units[name] = Unit(name, cost_type, factor)
 
-def meters_to(unit: str, meters: float) -> float:
-    """A distance in meters written in ``unit``."""
-    return meters / _METERS[unit]
+    @classmethod
+    def merged(cls, answers: Iterable[Mapping[str, tuple[str, float]]]) -> UnitRegistry:
+        """One registry from the hook's answers, in order: a later answer redefines an earlier unit."""
+        units: dict[str, tuple[str, float]] = {}
+        for answer in answers:
+            units.update(answer)
+        return cls(units)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._units
 
-def to_seconds(unit: str, value: float, *, parameter: str = "costValue") -> float:
-    """A user time value in ``unit`` converted to seconds (``standard`` counts as seconds)."""
-    if unit == "standard":
-        return value
-    try:
-        return value * _SECONDS[unit]
-    except KeyError:
-        raise ParameterInvalid(parameter, f"unknown time unit {unit!r}") from None
+    def __getitem__(self, name: str) -> Unit:
+        return self._units[name]
 
+    def names(self, cost_type: str) -> list[str]:
+        """The units of one cost type, in registration order."""
+        return [unit.name for unit in self._units.values() if unit.cost_type == cost_type]
 
-def to_meters(unit: str, value: float, *, parameter: str = "costValue") -> float:
-    """A user distance value in ``unit`` converted to meters."""
-    try:
-        return value * _METERS[unit]
-    except KeyError:
-        raise ParameterInvalid(parameter, f"unknown distance unit {unit!r}") from None
+    def problem(self, name: Any, cost_type: str) -> str | None:
+        """Why ``name`` is no ``cost_type`` unit of this registry (None when it is one)."""
+        unit = self._units.get(name) if isinstance(name, str) else None
+        if unit is not None and unit.cost_type == cost_type:
+            return None
+        return f"unknown {cost_type} unit {name!r} (known: {', '.join(self.names(cost_type))})"
+
+    def to_engine(self, name: str, value: float, cost_type: str, *, parameter: str = "costValue") -> float:
+        """A user value in unit ``name`` in seconds or meters (``standard`` counts as seconds)."""
+        problem = self.problem(name, cost_type)
+        if problem is not None:
+            raise ParameterInvalid(parameter, problem)
+        return value * self._units[name].factor
+
+    def from_engine(self, name: str, value: float) -> float | str:
+        """Seconds or meters written in unit ``name`` (``standard``: ``HH:MM:SS``)."""
+        if name == STANDARD:
+            return format_standard(value)
+        return value / self._units[name].factor

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from roadkit.config.files import deep_merge
-from roadkit.servers import ServerThread, bound_socket
+from roadkit.serving_helpers import ServerThread, bound_socket
 
 from .app import create_app
 from .config import IamConfig, config_from_mapping, example_mapping

@@ -20,7 +20,7 @@ import tomlkit
 import tomlkit.items
 
 from roadkit.config.road2 import is_road2_server
-from roadkit.errors import ConfigurationError, Conflict
+from roadkit.errors import ConfigurationError, Conflict, RoadkitError
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -33,11 +33,22 @@ def _fsync_folder(folder: Path) -> None:
             os.close(fd)
 
 
+class WriteFailed(RoadkitError):
+    """A configuration file could not be written (disk full, read-only file system...); nothing changed."""
+
+    status = 503
+    code = "write_failed"
+
+
 def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (temporary file, fsync, rename), keeping its mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Replace ``path`` with ``text`` atomically (temporary file, fsync, rename), keeping its mode.
+
+    A failure leaves ``path`` as it was and raises WriteFailed naming the file.
+    """
+    temp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -45,17 +56,24 @@ def atomic_write(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.chmod(temp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
         os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    except BaseException as exc:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise WriteFailed(f"Can't write {path}: {exc.strerror or exc}; nothing was changed") from None
         raise
     _fsync_folder(path.parent)
 
 
 def atomic_remove(path: Path) -> None:
     """Remove ``path`` (a no-op when it is already gone), durably."""
-    with contextlib.suppress(FileNotFoundError):
+    try:
         path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise WriteFailed(f"Can't remove {path}: {exc.strerror or exc}") from None
     _fsync_folder(path.parent)
 
 

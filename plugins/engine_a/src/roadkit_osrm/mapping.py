@@ -14,8 +14,22 @@ from typing import Any
 
 import attrs
 
-from roadkit.errors import BadRequest, EngineError, NoPathFound, ParameterInvalid, RoadkitError
-from roadkit.model import Coord, NearestPoint, NearestRequest, NearestResponse, Portion, RouteRequest, RouteResponse, Step, way_name
+from roadkit.contract import (
+    BadRequest,
+    Coord,
+    EngineError,
+    NearestPoint,
+    NearestRequest,
+    NearestResponse,
+    NoPathFound,
+    ParameterInvalid,
+    Portion,
+    RoadkitError,
+    RouteRequest,
+    RouteResponse,
+    Step,
+    way_name,
+)
 
 # OSRM's answer codes meaning "nothing connects these points" (404), as opposed to a failure.
 NO_PATH_CODES = frozenset({"NoRoute", "NoSegment", "NoMatch", "NoTrips", "NoTable"})

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from roadkit import hookimpl
-from roadkit.api import Api
-from roadkit.source import Source
+from roadkit.contract import Api, Source, hookimpl
 from roadkit_osrm.remote import OsrmHttpSource
 from roadkit_osrm.source import OsrmSource
 

@@ -10,9 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from roadkit.cli import Command
-from roadkit.errors import RoadkitError
-from roadkit.source import Progress
+from roadkit.contract import Command, Progress, RoadkitError
 
 
 def profiles_dir() -> Path:

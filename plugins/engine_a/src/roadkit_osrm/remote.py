@@ -14,11 +14,22 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError, SourceUnavailable
-from roadkit.model import ConstraintKeyType, Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
-from roadkit.remote import EngineServers, HttpSettings
-from roadkit.source import Source, SourceState
+from roadkit.contract import (
+    ConfigurationError,
+    ConstraintKeyType,
+    Cost,
+    EngineError,
+    EngineServers,
+    HttpSettings,
+    NearestRequest,
+    NearestResponse,
+    RouteRequest,
+    RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    SourceUnavailable,
+)
 from roadkit_osrm import mapping
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 from roadkit_osrm.source import OsrmCost
@@ -59,7 +70,9 @@ class OsrmHttpSource(Source):
     resource_type = "osrm"
     options_class = OsrmHttpOptions
     operations = frozenset({"route", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
+        "name-osrm": ConstraintKeyType(("=",))
+    }  # banned values are OSRM exclude classes
     #: services of the native OSRM API this source answers: all, forwarded (roadkit_osrm.native.contract)
     native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmHttpOptions

@@ -9,11 +9,22 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from roadkit.config.files import resolve
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError
-from roadkit.model import ConstraintKeyType, Cost, NearestRequest, NearestResponse, RouteRequest, RouteResponse
-from roadkit.source import Progress, Source, SourceState
+from roadkit.contract import (
+    ConfigurationError,
+    ConstraintKeyType,
+    Cost,
+    EngineError,
+    NearestRequest,
+    NearestResponse,
+    Progress,
+    RouteRequest,
+    RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    SourceUnavailable,
+    resolve,
+)
 from roadkit_osrm import mapping
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 
@@ -145,7 +156,8 @@ class OsrmSource(Source):
                     algorithm=storage.algorithm,
                     use_shared_memory=False,
                     max_results_nearest=self.options.max_nearest,
-                )
+                ),
+                bounded=False,  # loading a dataset is no request: the request time-out does not apply
             )
         except Exception as exc:
             self.fail(f"cannot open OSRM dataset {storage.file}: {exc}")
@@ -160,7 +172,7 @@ class OsrmSource(Source):
     def _call(self, engine: Any, method: str, params: Any) -> Any:
         # The answer points into the engine's memory: callers keep ``engine`` alive while reading it.
         if engine is None:
-            raise EngineError(f"source {self.id} is not connected", status=503)
+            raise SourceUnavailable(f"source {self.id} is not connected")
         try:
             result = getattr(engine, method)(params)
         except RuntimeError as exc:
@@ -191,7 +203,7 @@ class OsrmSource(Source):
 
         engine = self.engine
         if engine is None:
-            raise EngineError(f"source {self.id} is not connected", status=503)
+            raise SourceUnavailable(f"source {self.id} is not connected")
         return answer(engine, request)
 
     async def native(self, request: NativeRequest) -> NativeAnswer:

@@ -14,19 +14,24 @@ from typing import Any, ClassVar, TypeVar
 
 import orjson
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, EngineError, NoIsochroneFound, NoPathFound, ParameterInvalid, RoadkitError
-from roadkit.model import (
+from roadkit.contract import (
+    ConfigurationError,
     ConstraintKeyType,
     Cost,
+    EngineError,
     IsochroneRequest,
     IsochroneResponse,
     NearestRequest,
     NearestResponse,
+    NoIsochroneFound,
+    NoPathFound,
+    ParameterInvalid,
+    RoadkitError,
     RouteRequest,
     RouteResponse,
+    Source,
+    SourceConfig,
 )
-from roadkit.source import Source
 from roadkit_valhalla import translate
 from roadkit_valhalla.options import ValhallaCost, ValhallaLimits
 from roadkit_valhalla.preferences import PREFERENCE_OF_EXCLUSION, PREFERENCES_OF_COSTING, preference_option
@@ -80,7 +85,9 @@ class ValhallaBase(Source):
     """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
 
     operations = frozenset({"route", "isochrone", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-valhalla": ConstraintKeyType(("=",))}  # banned values are costing options
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
+        "name-valhalla": ConstraintKeyType(("=",))
+    }  # banned values are costing options
     #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
     native_services = ("route", "nearest")
 
@@ -143,17 +150,17 @@ class ValhallaBase(Source):
         raise NotImplementedError
 
     async def route(self, request: RouteRequest) -> RouteResponse:
-        cost = self.resolve_cost(request.cost)
+        cost: ValhallaCost = self.setting(request.cost)
         body = translate.route_body(request, cost)
         return await self.ask("route", body, lambda answer: translate.route_response(answer, request, cost))
 
     async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
-        cost = self.resolve_cost(request.cost)
+        cost: ValhallaCost = self.setting(request.cost)
         body = translate.isochrone_body(request, cost)
         return await self.ask("isochrone", body, lambda answer: translate.isochrone_response(answer, request))
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
-        costs = self.valhalla_costs
+        costs: list[ValhallaCost] = [self.setting(cost) for cost in self.costs()]
         costing = next((c.costing for c in costs if c.optimization), costs[0].costing)
         radius = self.limits.nearest_radius if request.number > 1 else 0
         body = translate.locate_body(request.point, costing, radius)
@@ -173,10 +180,10 @@ class ValhallaBase(Source):
             return problem
         try:
             if request.service == "route":
-                body = native.route_body(params, self.resolve_cost(request.cost))
+                body = native.route_body(params, self.setting(request.cost))
                 answer = await self.ask("route", body, lambda found: native.shape_route(found, params))
                 return native.NativeAnswer(200, orjson.dumps(answer))
-            costing = self.resolve_cost(request.cost).costing
+            costing = self.setting(request.cost).costing
             number = int(params.get("number_of_results", 1))
             found: list[list[dict[str, Any]]] = []
             for point in params["coordinates"]:

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import orjson
 
-from roadkit.errors import RoadkitError
+from roadkit.contract import RoadkitError
 from roadkit_valhalla import translate
 from roadkit_valhalla.options import ValhallaCost
 

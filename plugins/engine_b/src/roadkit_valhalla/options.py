@@ -15,11 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
-from roadkit.config.convert import structure
-from roadkit.config.files import resolve
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError
-from roadkit.remote import HttpSettings
+from roadkit.contract import ConfigurationError, HttpSettings, SourceConfig, resolve, structure
 
 COSTINGS = frozenset({"auto", "bicycle", "bus", "taxi", "truck", "motor_scooter", "motorcycle", "pedestrian", "multimodal", "bikeshare"})
 WALKING_COSTINGS = frozenset({"pedestrian", "multimodal"})

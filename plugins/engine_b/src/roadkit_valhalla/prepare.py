@@ -19,10 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from roadkit.cli import Command
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError, RoadkitError
-from roadkit.source import Progress
+from roadkit.contract import Command, ConfigurationError, Progress, RoadkitError, SourceConfig
 from roadkit_valhalla.options import ValhallaOptions
 
 _STAGES = ("Parsing", "Creating graph", "Enhancing", "Validating", "Adding", "transit", "Finished", "hierarchy", "shortcuts", "Building")

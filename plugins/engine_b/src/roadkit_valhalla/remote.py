@@ -13,10 +13,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import SourceUnavailable
-from roadkit.remote import EngineServers
-from roadkit.source import SourceState
+from roadkit.contract import EngineServers, SourceConfig, SourceState, SourceUnavailable
 from roadkit_valhalla.base import ValhallaBase, engine_error, operation_of, too_large
 from roadkit_valhalla.options import ValhallaHttpOptions, parse_http_options
 

@@ -16,9 +16,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import EngineError, SourceUnavailable
-from roadkit.source import Progress, SourceState
+from roadkit.contract import EngineError, Progress, SourceConfig, SourceState, SourceUnavailable
 from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
 from roadkit_valhalla.options import ValhallaOptions, parse_options
 

@@ -14,14 +14,16 @@ from typing import Any
 import shapely
 from shapely.geometry import mapping, shape
 
-from roadkit.errors import NoIsochroneFound, NoPathFound, ParameterInvalid
-from roadkit.model import (
+from roadkit.contract import (
     Constraint,
     Coord,
     IsochroneRequest,
     IsochroneResponse,
     NearestPoint,
     NearestResponse,
+    NoIsochroneFound,
+    NoPathFound,
+    ParameterInvalid,
     Portion,
     RouteRequest,
     RouteResponse,

@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import attrs
 
-from roadkit.pgcluster import PrivateCluster
+from roadkit.contract import PrivateCluster
 from roadkit_pgrouting.options import DatabaseFile, read_database_file
 
 log = logging.getLogger(__name__)

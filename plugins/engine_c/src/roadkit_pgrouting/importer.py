@@ -21,9 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from roadkit.cli import Command
-from roadkit.errors import RoadkitError
-from roadkit.source import Progress
+from roadkit.contract import Command, Progress, RoadkitError
 from roadkit_pgrouting import import_sql
 from roadkit_pgrouting.database import EXTENSIONS, describe, settings_of, start_cluster
 from roadkit_pgrouting.options import IDENTIFIER, DatabaseFile, quote

@@ -16,7 +16,7 @@ from typing import Any
 import shapely
 from shapely.geometry import mapping
 
-from roadkit.model import Coord, IsochroneRequest, IsochroneResponse
+from roadkit.contract import Coord, IsochroneRequest, IsochroneResponse
 from roadkit_pgrouting.options import PgCost, quote
 from roadkit_pgrouting.sql import Binder
 

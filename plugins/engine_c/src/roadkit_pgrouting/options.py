@@ -19,10 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from roadkit.config.convert import structure
-from roadkit.config.files import read_document, resolve
-from roadkit.config.models import SourceConfig
-from roadkit.errors import ConfigurationError
+from roadkit.contract import ConfigurationError, SourceConfig, read_document, resolve, structure
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 

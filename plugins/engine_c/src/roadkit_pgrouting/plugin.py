@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from roadkit import hookimpl
-from roadkit.source import Source
+from roadkit.contract import Source, hookimpl
 from roadkit_pgrouting.source import PgRoutingSource
 
 

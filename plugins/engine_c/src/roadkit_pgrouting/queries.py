@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from roadkit.errors import NoIsochroneFound, NoPathFound
-from roadkit.model import (
+from roadkit.contract import (
     Coord,
     IsochroneRequest,
     IsochroneResponse,
     NearestPoint,
     NearestRequest,
     NearestResponse,
+    NoIsochroneFound,
+    NoPathFound,
     Portion,
     RouteRequest,
     RouteResponse,

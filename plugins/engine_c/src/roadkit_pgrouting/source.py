@@ -17,19 +17,25 @@ from typing import Any, ClassVar
 
 import asyncpg
 
-from roadkit.config.models import SourceConfig
-from roadkit.errors import EngineError, EngineTimeout, ParameterInvalid, RoadkitError, SourceUnavailable
-from roadkit.model import (
+from roadkit.contract import (
     ConstraintKeyType,
     Cost,
+    EngineError,
+    EngineTimeout,
     IsochroneRequest,
     IsochroneResponse,
     NearestRequest,
     NearestResponse,
+    ParameterInvalid,
+    Progress,
+    RoadkitError,
     RouteRequest,
     RouteResponse,
+    Source,
+    SourceConfig,
+    SourceState,
+    SourceUnavailable,
 )
-from roadkit.source import Progress, Source, SourceState
 from roadkit_pgrouting import queries
 from roadkit_pgrouting.database import Database, close_database, describe, open_database
 from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
@@ -222,11 +228,11 @@ class PgRoutingSource(Source):
     # -- operations -----------------------------------------------------------------------------
 
     async def route(self, request: RouteRequest) -> RouteResponse:
-        cost = self.resolve_cost(request.cost)
+        cost = self.setting(request.cost)
         return await self._bounded(queries.route(self, request, cost))
 
     async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
-        cost = self.resolve_cost(request.cost)
+        cost = self.setting(request.cost)
         return await self._bounded(queries.isochrone(self, request, cost))
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:

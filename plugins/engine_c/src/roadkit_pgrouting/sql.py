@@ -15,8 +15,7 @@ from typing import Any
 
 import attrs
 
-from roadkit.errors import EngineError
-from roadkit.model import Constraint
+from roadkit.contract import Constraint, EngineError
 from roadkit_pgrouting.options import IDENTIFIER, quote
 
 # Column types whose values are compared natively; other columns are compared as text.

@@ -10,6 +10,7 @@ _AUTH = {
     "401": {"description": "Authentication is configured and the bearer token is missing, wrong, expired or tampered with", **_ERROR},
     "403": {"description": "A valid token without the configured role, or a write from a non-loopback client with no authentication configured", **_ERROR},
 }
+_UNWRITABLE = {"description": "A file could not be written (disk full, read-only file system); nothing changed", **_ERROR}
 _INVALID = {"description": "Invalid body: the message lists every problem as 'file: key: expected ...', one per line", **_ERROR}
 
 
@@ -57,6 +58,7 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                     **_AUTH,
                     "404": {"description": "Unknown service", **_ERROR},
                     "413": {"description": "Body too large", **_ERROR},
+                    "503": _UNWRITABLE,
                 },
             },
             "delete": {
@@ -90,6 +92,7 @@ def write_paths() -> dict[str, Any]:
                     **_AUTH,
                     "409": {"description": "A service with this id (or its file) already exists", **_ERROR},
                     "413": {"description": "Body too large", **_ERROR},
+                    "503": _UNWRITABLE,
                 },
             },
         },
@@ -104,7 +107,7 @@ def write_paths() -> dict[str, Any]:
                     "400": _INVALID,
                     **_AUTH,
                     "404": {"description": "Unknown service", **_ERROR},
-                    "503": {"description": "The service can't start with the new configuration; the previous one keeps serving and the files are unchanged", **_ERROR},
+                    "503": {"description": "The service can't start with the new configuration (the previous one keeps serving and the files are unchanged), or a file could not be written", **_ERROR},
                 },
             },
             "delete": {

@@ -19,6 +19,7 @@ from roadkit.errors import OperationNotPermitted, RoadkitError
 
 if TYPE_CHECKING:
     from roadkit.service import Service
+    from roadkit.view import ServiceView
 
 PREFIX = "/simple/1.0.0"
 Handler = Callable[["Service", dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -94,4 +95,18 @@ def simple_openapi(service: Service, base: str) -> dict[str, Any]:
     return openapi_document(service, base, operation_names())
 
 
-SIMPLE_API = Api("simple", "1.0.0", routes=build_routes, openapi=simple_openapi)
+def _service(view: ServiceView) -> Service:
+    """The Service behind a plugin-facing view: core's own API is always given the Service itself."""
+    from roadkit.service import Service
+
+    if not isinstance(view, Service):
+        raise TypeError(f"the simple API serves a roadkit Service, not {type(view).__name__}")
+    return view
+
+
+SIMPLE_API = Api(
+    "simple",
+    "1.0.0",
+    routes=lambda view: build_routes(_service(view)),
+    openapi=lambda view, base: simple_openapi(_service(view), base),
+)

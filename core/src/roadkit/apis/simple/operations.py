@@ -6,10 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from roadkit.apis.simple.inputs import Inputs
 from roadkit.constraint_support import check_bans
-from roadkit.errors import OperationNotPermitted, ParameterInvalid, ParameterMissing
+from roadkit.errors import EngineError, ParameterInvalid, ParameterMissing
 from roadkit.geometry import bbox, line, slice_between, write_geometry
 from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
-from roadkit.units import format_standard
 
 if TYPE_CHECKING:
     from roadkit.resources import Resource
@@ -29,16 +28,6 @@ def _resource(service: Service, params: dict[str, Any], op: str) -> Resource:
 
 def _xy(point: Coord) -> str:
     return f"{point[0]:.7g},{point[1]:.7g}" if abs(point[0]) < 1000 else f"{point[0]:.2f},{point[1]:.2f}"
-
-
-def _time(unit: str, seconds: float, units: dict[str, tuple[str, float]]) -> float | str:
-    if unit == "standard":
-        return format_standard(seconds)
-    return seconds / units[unit][1]
-
-
-def _distance(unit: str, meters: float, units: dict[str, tuple[str, float]]) -> float:
-    return meters / units[unit][1]
 
 
 async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
@@ -83,8 +72,8 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "start": _xy(p_start),
             "end": _xy(p_end),
-            "distance": _distance(distance_unit, portion.distance, units),
-            "duration": _time(time_unit, portion.duration, units),
+            "distance": units.from_engine(distance_unit, portion.distance),
+            "duration": units.from_engine(time_unit, portion.duration),
         }
         if get_bbox:
             if len(result.portions) == 1:
@@ -96,8 +85,8 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
             {
                 "geometry": write_geometry(line(project.transform(step.geometry, source.projection, crs)), fmt),
                 "attributes": step.attributes,
-                "distance": _distance(distance_unit, step.distance, units),
-                "duration": _time(time_unit, step.duration, units),
+                "distance": units.from_engine(distance_unit, step.distance),
+                "duration": units.from_engine(time_unit, step.duration),
                 "instruction": step.instruction,
             }
             for step in portion.steps
@@ -118,8 +107,8 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     }
     if get_bbox:
         body["bbox"] = bbox(geometry)
-    body["distance"] = _distance(distance_unit, result.distance, units)
-    body["duration"] = _time(time_unit, result.duration, units)
+    body["distance"] = units.from_engine(distance_unit, result.distance)
+    body["duration"] = units.from_engine(time_unit, result.duration)
     body["constraints"] = [c.echo() for c in constraints]
     body["portions"] = portions
     return body
@@ -165,8 +154,7 @@ async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     source = resource.source_for_isochrone(profile, cost_type)
     constraints = inputs.values("constraints")
     check_bans(resource.operation("isochrone")["constraints"], source, constraints, f"profile '{profile}' and costType '{cost_type}'")
-    factor = 1.0 if unit == "standard" else service.units[unit][1]
-    engine_values = tuple(round(v, 1) * factor for v in values)
+    engine_values = tuple(service.units.to_engine(unit, round(v, 1), cost_type, parameter=unit_name) for v in values)
     if len(set(engine_values)) != len(engine_values):
         raise ParameterInvalid("costValue", "expected distinct values")
     (engine_point,) = service.projections.transform([point], crs, source.projection)
@@ -207,4 +195,5 @@ def _reproject(service: Service, geometry: dict[str, Any], source: str, target: 
         return {"type": kind, "coordinates": [[list(c) for c in tr(ring, source, target)] for ring in coords]}
     if kind == "MultiPolygon":
         return {"type": kind, "coordinates": [[[list(c) for c in tr(ring, source, target)] for ring in poly] for poly in coords]}
-    raise OperationNotPermitted(f"unexpected isochrone geometry {kind}")
+    # The engine's answer, not the request, is wrong: a bad gateway, never the user's 400.
+    raise EngineError(f"The engine answered an isochrone geometry of unexpected type {kind!r}")

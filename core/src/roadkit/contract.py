@@ -1,0 +1,117 @@
+"""What a roadkit plugin may import: the public contract between core and its plugins.
+
+An engine, API or command plugin imports from this module only (``from roadkit.contract import
+Source, hookimpl``); everything else in ``roadkit`` is core's own and may change without notice.
+``hookspecs`` is written against this module too, so the hooks speak the same names.
+
+This module imports no serving code (service, plugins, app, servers): a plugin sees a running
+service through :class:`ServiceView`, the part of ``roadkit.service.Service`` it may rely on.
+"""
+
+from __future__ import annotations
+
+from roadkit import hookimpl
+from roadkit.api import Api, JSONResponse, base_url, error_response, read_json_body
+from roadkit.cli import Command
+from roadkit.config.convert import structure
+from roadkit.config.files import read_document, resolve
+from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
+from roadkit.docs import docs_routes
+from roadkit.errors import (
+    BadRequest,
+    ConfigurationError,
+    EngineError,
+    EngineTimeout,
+    NoIsochroneFound,
+    NoPathFound,
+    NotFound,
+    OperationNotPermitted,
+    ParameterInvalid,
+    ParameterMissing,
+    PluginError,
+    RoadkitError,
+    SourceUnavailable,
+    UnsupportedOperation,
+)
+from roadkit.model import (
+    Constraint,
+    ConstraintKeyType,
+    ConstraintType,
+    Coord,
+    Cost,
+    CostType,
+    Direction,
+    IsochroneRequest,
+    IsochroneResponse,
+    NearestPoint,
+    NearestRequest,
+    NearestResponse,
+    Portion,
+    RouteRequest,
+    RouteResponse,
+    Step,
+    way_name,
+)
+from roadkit.pgcluster import PrivateCluster
+from roadkit.projections import ProjectionRegistry
+from roadkit.remote import EngineServers, HttpSettings
+from roadkit.resources import Resource
+from roadkit.source import Progress, Source, SourceState
+from roadkit.view import ServiceView
+
+__all__ = [
+    "Api",
+    "BadRequest",
+    "Command",
+    "ConfigurationError",
+    "Constraint",
+    "ConstraintKeyType",
+    "ConstraintType",
+    "Coord",
+    "Cost",
+    "CostType",
+    "Direction",
+    "EngineError",
+    "EngineServers",
+    "EngineTimeout",
+    "HttpSettings",
+    "IsochroneRequest",
+    "IsochroneResponse",
+    "JSONResponse",
+    "NearestPoint",
+    "NearestRequest",
+    "NearestResponse",
+    "NoIsochroneFound",
+    "NoPathFound",
+    "NotFound",
+    "OperationNotPermitted",
+    "ParameterInvalid",
+    "ParameterMissing",
+    "PluginError",
+    "Portion",
+    "PrivateCluster",
+    "Progress",
+    "ProjectionRegistry",
+    "Resource",
+    "ResourceConfig",
+    "RoadkitError",
+    "RouteRequest",
+    "RouteResponse",
+    "ServiceConfig",
+    "ServiceView",
+    "Source",
+    "SourceConfig",
+    "SourceState",
+    "SourceUnavailable",
+    "Step",
+    "UnsupportedOperation",
+    "base_url",
+    "docs_routes",
+    "error_response",
+    "hookimpl",
+    "read_document",
+    "read_json_body",
+    "resolve",
+    "structure",
+    "way_name",
+]

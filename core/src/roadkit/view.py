@@ -1,0 +1,38 @@
+"""What a plugin sees of a running service: a read-only view, so that plugin-facing code needs no serving code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from roadkit.config.models import ServiceConfig
+    from roadkit.projections import ProjectionRegistry
+    from roadkit.resources import Resource
+    from roadkit.source import Source
+
+
+class ServiceView(Protocol):
+    """What a plugin may read of a running service (the ``service`` its API routes and hooks receive).
+
+    Read-only: a plugin never replaces a service's sources or resources. ``state`` is ``ready`` once
+    the service serves requests.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def config(self) -> ServiceConfig: ...
+
+    @property
+    def sources(self) -> Mapping[str, Source]: ...
+
+    @property
+    def resources(self) -> Mapping[str, Resource]: ...
+
+    @property
+    def projections(self) -> ProjectionRegistry: ...
