@@ -27,7 +27,7 @@ from roadkit.source import SourceState
 from roadkit.testing import SourceContract, service_client
 from roadkit_osrm import OsrmHttpSource, OsrmSource
 from tests.engine_a.native_support import compare, encode, generate, write_native_service
-from tests.engine_a.test_native_route_nearest import native, native_get
+from tests.engine_a.test_native_route_nearest import native_get
 from tests.engine_servers import (
     EngineServer,
     LoopbackProxy,
@@ -44,7 +44,6 @@ from tests.engine_servers import (
 START = (7.41337, 43.72956)
 END = (7.41983, 43.73115)
 VIA = (7.4246, 43.7383)
-__all__ = ["native"]
 ALGORITHMS = {"car-fastest": "CH", "car-shortest": "CH", "pedestrian-fastest": "MLD"}
 MOTORWAY = Constraint("banned", "waytype", "=", "autoroute", field="motorway")
 
