@@ -7,10 +7,8 @@ import random
 import pytest
 from starlette.testclient import TestClient
 
-from tests.engine_a.native_support import Routed, compare, generate_post, routed, routed_mld
-from tests.engine_a.test_native_route_nearest import URLS_PER_SERVICE, differential, native
-
-__all__ = ["native", "routed", "routed_mld"]
+from tests.engine_a.native_support import Routed, compare, generate_post
+from tests.engine_a.test_native_route_nearest import URLS_PER_SERVICE, differential
 
 
 @pytest.mark.parametrize("service", ["table", "trip", "match"])
