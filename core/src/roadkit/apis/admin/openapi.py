@@ -6,6 +6,7 @@ from typing import Any
 
 from roadkit import __version__
 from roadkit.apis.admin.openapi_writes import SECURITY_SCHEMES, write_paths, write_schemas
+from roadkit.lifecycle import HealthState, Lifecycle
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -21,8 +22,12 @@ def _get(op_id: str, summary: str, responses: dict[str, Any], parameters: list[d
     return {"get": operation}
 
 
-_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
-_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A projection id, e.g. EPSG:2154."}
+# Ids as the service reads them: an id of the grammar that names nothing is a 404, blank text a 400.
+_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
+            "description": "A managed service id."}
+_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"},
+               "description": "A projection id, e.g. EPSG:2154."}
+_BLANK = {"description": "A blank id (the message names the parameter)", **_ERROR}
 
 
 def admin_openapi(base: str) -> dict[str, Any]:
@@ -43,12 +48,25 @@ def admin_openapi(base: str) -> dict[str, Any]:
             "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
             "/services/{service}": _get(
                 "service", "One managed service with its configuration.",
-                {"200": _ok("Service", service_ref), "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
+                {"200": _ok("Service", service_ref), "400": _BLANK, "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
+            ),
+            "/services/{service}/restart": _get(
+                "restart",
+                "Restart a service with its service file as it is now (Road2's GET verb). The running workers answer until the new "
+                "ones are ready, then finish their requests and disconnect their sources: no request is refused. Calls made while a "
+                "start or restart is in progress are queued and merged into one restart.",
+                {
+                    "200": _ok("The service, restarted", service_ref),
+                    "404": {"description": "Unknown service", **_ERROR},
+                    "503": {"description": "The new configuration did not start (the running service, if any, goes on)", **_ERROR},
+                },
+                [_SERVICE],
             ),
             "/services/{service}/projections/{projection}": _get(
                 "projection", "A projection of a service and its parameters.",
                 {
                     "200": _ok("Projection", {"$ref": "#/components/schemas/Projection"}),
+                    "400": _BLANK,
                     "404": {"description": "Unknown service or projection", **_ERROR},
                     "503": {"description": "The service is not running", **_ERROR},
                 },
@@ -59,7 +77,7 @@ def admin_openapi(base: str) -> dict[str, Any]:
             "schemas": {
                 "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}}},
                 "Version": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
-                "State": {"type": "string", "enum": ["green", "orange", "red", "init", "unknown"]},
+                "State": {"type": "string", "enum": [str(state) for state in HealthState]},
                 "Health": {
                     "type": "object",
                     "required": ["state", "services"],
@@ -73,7 +91,7 @@ def admin_openapi(base: str) -> dict[str, Any]:
                                 "properties": {
                                     "id": {"type": "string"},
                                     "state": {"$ref": "#/components/schemas/State"},
-                                    "lifecycle": {"type": "string"},
+                                    "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
                                     "reason": {"type": "string"},
                                     "sources": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "type": {"type": "string"}, "state": {"$ref": "#/components/schemas/State"}, "reason": {"type": "string"}}}},
                                 },
@@ -81,14 +99,43 @@ def admin_openapi(base: str) -> dict[str, Any]:
                         },
                     },
                 },
+                "Lifecycle": {"type": "string", "enum": [str(state) for state in Lifecycle]},
                 "Service": {
                     "type": "object",
                     "properties": {
                         "id": {"type": "string"},
                         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
+                        "workers": {"type": "integer", "minimum": 1, "description": "Worker processes (\"auto\" resolved to the cores)."},
                         "configurationFile": {"type": "string"},
-                        "lifecycle": {"type": "string"},
+                        "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
+                        "processes": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "worker": {"type": "integer"},
+                                    "pid": {"type": ["integer", "null"]},
+                                    "state": {"type": "string", "enum": sorted({"starting", "ready", "stopping", "exited", *map(str, Lifecycle)})},
+                                },
+                            },
+                        },
+                        "starts": {"type": "integer", "description": "Starts of the service: the first, restarts and automatic restarts."},
+                        "processStarts": {"type": "integer", "description": "Worker processes started (0 in same-process mode)."},
+                        "lastExit": {
+                            "type": ["object", "null"],
+                            "description": "How the last worker process ended: its exit code or the signal's name; expected is false for a crash.",
+                            "properties": {
+                                "worker": {"type": "integer"},
+                                "pid": {"type": "integer"},
+                                "code": {"type": "integer"},
+                                "signal": {"type": "string", "examples": ["SIGKILL"]},
+                                "expected": {"type": "boolean"},
+                                "at": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                        "reason": {"type": "string", "description": "Why the last start failed or a worker is missing."},
                         "configuration": {"type": "object"},
+                        "configurationError": {"type": "array", "items": {"type": "string"}},
                     },
                 },
                 "Projection": {"type": "object", "required": ["id", "parameters"], "properties": {"id": {"type": "string"}, "parameters": {"type": "string"}}},
