@@ -1,6 +1,6 @@
 """Sampling profile of a roadkit service process under load (py-spy), summarised by function.
 
-    python bench/profile.py osrm --query "geometryFormat=polyline&getSteps=false" --seconds 15 [--server uvicorn]
+    python bench/profile.py osrm --query "geometryFormat=polyline&getSteps=false&getBbox=false" --seconds 15 [--server hypercorn]
 
 Starts the bench's roadkit service (same-process, pinned to the last core, the load generator on
 the others), sends the same random Monaco routes as the benchmarks with 16 connections, records
@@ -27,8 +27,6 @@ SUSPECTS = {
     "HTTP server (hypercorn)": "hypercorn/",
     "HTTP server (uvicorn)": "uvicorn/",
     "Starlette routing": "starlette/routing.py",
-    "security headers": "SecurityHeaders",
-    "CORS": "cors.py",
     "parameter parsing": "inputs.py",
     "engine call + reading (OSRM)": "roadkit_osrm/",
     "engine call + reading (Valhalla)": "roadkit_valhalla/",
@@ -79,19 +77,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="keep py-spy's raw collapsed stacks here")
     args = parser.parse_args()
 
-    import bench_osrm
-    import bench_valhalla
+    from sweep import roadkit_files
 
     pin_client()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         port, admin = free_port(), free_port()
-        if args.engine == "osrm":
-            server = bench_osrm.roadkit_config(workdir, bench_osrm.prepare(workdir), port, admin, http_server=args.server)
-            resource = "monaco"
-        else:
-            server = bench_valhalla.roadkit_config(workdir, bench_valhalla.prepare(), 1, port, admin, http_server=args.server)
-            resource = "monaco"
+        # One service process (same-process mode): the one py-spy records.
+        server = roadkit_files(workdir, args.engine, port, admin, workers=0, threads=1, http_server=args.server)
+        resource = "monaco"
         pairs = random_pairs(2000)
         base = f"http://127.0.0.1:{port}"
         if args.operation == "native":
