@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 MONACO_BBOX = (7.4090, 43.7240, 7.4390, 43.7500)  # the principality itself, where every point snaps to a road
@@ -188,11 +189,34 @@ def _run(coroutine: Any) -> Any:
         return asyncio.run(coroutine)
 
 
-def load(name: str, urls: list[str], *, concurrency: int, duration: float, check: Callable[[int, bytes], bool]) -> Result:
+def load(
+    name: str, urls: list[str], *, concurrency: int, duration: float, check: Callable[[int, bytes], bool], warm_up: bool = True
+) -> Result:
     """Send ``urls`` round-robin with ``concurrency`` keep-alive connections for ``duration`` seconds."""
-    _run(_load(name, urls[:50], concurrency, 0.5, check))  # warm-up
+    if warm_up:
+        _run(_load(name, urls[:50], concurrency, 0.5, check))
     result: Result = _run(_load(name, urls, concurrency, duration, check))
     return result
+
+
+def session_cpu_seconds(session: int) -> float:
+    """CPU seconds (user + system) used so far by the live processes of a session (a server and its workers).
+
+    CPU time per request does not depend on what else the machine runs, unlike requests/s: on a
+    shared machine it is the steadier comparison of two servers' costs.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        # fields[0] is the state (field 3 of stat): session is field 6, utime 14, stime 15
+        if int(fields[3]) == session:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
 
 
 def report(title: str, engine: Result, roadkit: Result, *, min_ratio: float, max_extra_p50_ms: float | None) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from common import CPUS, MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, wait_http
+from common import CPUS, MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, session_cpu_seconds, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -216,25 +216,30 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
             first = scenarios[0]
             sample = points[0] if family == "valhalla" and first.endswith("isochrone") else pairs[0]
             ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[first][1](*sample)
-            with running(engine_command(family, workdir, engine_port, threads), pinned=pinned, ready=ready):
+            with running(engine_command(family, workdir, engine_port, threads), pinned=pinned, ready=ready) as engine:
                 for workers in workers_list:
                     port, admin = free_port(), free_port()
                     folder = workdir / f"w{workers}"
                     folder.mkdir()
                     server = roadkit_files(folder, family, port, admin, workers=workers, threads=threads, http_server=args.http_server)
                     command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
-                    with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health"):
+                    with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
                         wait_http(f"http://127.0.0.1:{port}" + SCENARIOS[first][2](*sample), timeout=180)
                         best: dict[tuple[str, str, int], Result] = {}
+                        cpu: dict[tuple[str, str, int, int], float] = {}
                         for _ in range(args.rounds):
                             for scenario in scenarios:
                                 chosen = points if scenario.endswith("isochrone") else pairs
                                 engine_urls = [f"http://127.0.0.1:{engine_port}" + SCENARIOS[scenario][1](*p) for p in chosen]
                                 ours_urls = [f"http://127.0.0.1:{port}" + SCENARIOS[scenario][2](*p) for p in chosen]
                                 for concurrency in args.concurrency:
-                                    for who, urls in ((engine_name, engine_urls), ("roadkit", ours_urls)):
-                                        result = load(f"{scenario} {who} w={workers} c={concurrency}", urls, concurrency=concurrency, duration=args.duration, check=_ok)
-                                        print(result.line(), flush=True)
+                                    for who, urls, pid in ((engine_name, engine_urls, engine.pid), ("roadkit", ours_urls, ours.pid)):
+                                        name = f"{scenario} {who} w={workers} c={concurrency}"
+                                        load(name, urls[:50], concurrency=concurrency, duration=0.5, check=_ok, warm_up=False)
+                                        before = session_cpu_seconds(pid)
+                                        result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
+                                        cpu[(scenario, who, concurrency, id(result))] = 1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
+                                        print(result.line(), f" cpu {cpu[(scenario, who, concurrency, id(result))]:.3f} ms/req", flush=True)
                                         key = (scenario, who, concurrency)
                                         if key not in best or result.rps > best[key].rps:
                                             best[key] = result
@@ -251,6 +256,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                                     "rps": round(result.rps, 1),
                                     "p50_ms": round(result.percentile(0.5), 3),
                                     "p99_ms": round(result.percentile(0.99), 3),
+                                    "cpu_ms_per_request": round(cpu[(scenario, who, concurrency, id(result))], 4),
                                     "errors": result.errors,
                                     "requests": result.requests,
                                 }
