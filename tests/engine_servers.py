@@ -25,15 +25,15 @@ import attrs
 import pytest
 from aiohttp import web
 
+from roadkit.serving_helpers import reserve_port
+
 # urllib without the environment's proxies: a test that sets HTTP_PROXY still reaches its servers directly.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def free_port() -> int:
-    """A TCP port free on the loopback right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port reserved for an engine server (osrm-routed, valhalla_service set SO_REUSEADDR)."""
+    return reserve_port()
 
 
 class EngineServer:
