@@ -46,17 +46,26 @@ class Iam:
         async def jwks(request: Request) -> JSONResponse:
             return JSONResponse({"keys": [self.key.as_dict(private=False)]})
 
-        app = Starlette(routes=[
-            Route("/realms/test/.well-known/openid-configuration", discovery),
-            Route("/realms/test/protocol/openid-connect/certs", jwks),
-        ])
+        app = Starlette(
+            routes=[
+                Route("/realms/test/.well-known/openid-configuration", discovery),
+                Route("/realms/test/protocol/openid-connect/certs", jwks),
+            ]
+        )
         self.thread = ServerThread([(app, sock)])
         self.thread.start(f"{self.issuer}/.well-known/openid-configuration")
 
     def token(self, key: ECKey | None = None, **claims: Any) -> str:
         now = int(time.time())
-        body = {"iss": self.issuer, "sub": "alice", "typ": "Bearer", "aud": "roadkit-admin", "iat": now, "exp": now + 300,
-                "realm_access": {"roles": ["roadkit-admin"]}} | claims
+        body = {
+            "iss": self.issuer,
+            "sub": "alice",
+            "typ": "Bearer",
+            "aud": "roadkit-admin",
+            "iat": now,
+            "exp": now + 300,
+            "realm_access": {"roles": ["roadkit-admin"]},
+        } | claims
         return jwt.encode({"alg": "ES256", "kid": "k1"}, body, key or self.key)
 
 
@@ -69,7 +78,9 @@ def iam() -> Iterator[Iam]:
 
 def server(root: Path, auth: str = "", host: str = "127.0.0.1") -> Path:
     make_service(root, port=1)
-    return write(root / "server.toml", f"""
+    return write(
+        root / "server.toml",
+        f"""
 [administrator.listener]
 host = "{host}"
 port = 1
@@ -78,7 +89,8 @@ port = 1
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+    )
 
 
 @pytest.fixture
@@ -114,8 +126,13 @@ audiences = ["roadkit-admin"]
 
 async def test_without_authentication_writes_are_accepted_only_from_loopback(make_client: Any) -> None:
     outside, local = make_client(client=OUTSIDE), make_client(client=LOCAL)
-    for method, path in (("PUT", "/services/main/sources/a"), ("POST", "/services"), ("DELETE", "/services/main"),
-                         ("DELETE", "/services/main/resources/r"), ("GET", "/services/main/restart")):
+    for method, path in (
+        ("PUT", "/services/main/sources/a"),
+        ("POST", "/services"),
+        ("DELETE", "/services/main"),
+        ("DELETE", "/services/main/resources/r"),
+        ("GET", "/services/main/restart"),
+    ):
         refused = await outside.request(method, path, json=SOURCE_A)
         assert refused.status_code == 403, (method, path)
         assert "only from this machine (loopback)" in refused.json()["error"]["message"]
@@ -131,7 +148,10 @@ def test_the_server_refuses_a_reachable_admin_listener_without_authentication(tm
     path = server(tmp_path, host="0.0.0.0")
     with pytest.raises(ConfigurationError) as refused:
         load_server(path)
-    assert "administrator.listener.host: the admin API would listen on '0.0.0.0', which other machines can reach, with no authentication" in refused.value.message
+    assert (
+        "administrator.listener.host: the admin API would listen on '0.0.0.0', which other machines can reach, with no authentication"
+        in refused.value.message
+    )
     assert roadkit_main(["serve", str(path)]) == 2
     assert "Configure [administrator.auth]" in capsys.readouterr().err
     tokens = tmp_path / "tokens"

@@ -47,7 +47,9 @@ class Routed:
         args = [sys.executable, "-m", "osrm", "routed", str(dataset), "-i", "127.0.0.1", "-p", str(self.port), "-t", "1", "-a", algorithm]
         for key, value in LIMITS.items():
             args += [f"--{key}", str(value)]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={"DISABLE_ACCESS_LOGGING": "1", "PATH": "/usr/bin:/bin"})
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={"DISABLE_ACCESS_LOGGING": "1", "PATH": "/usr/bin:/bin"}
+        )
         self.connection: http.client.HTTPConnection | None = None
         deadline = time.monotonic() + 60
         while True:
@@ -216,11 +218,30 @@ def pick(rng: random.Random, valid: list[str], invalid: list[str], p_invalid: fl
 
 def _base_options(rng: random.Random, n: int) -> dict[str, Callable[[], str]]:
     return {
-        "radiuses": lambda: _list(rng, n, lambda: pick(rng, ["", "unlimited", _number(rng, 20, 300), "50"], ["-1", "x", "1e3", "inf", "5"], 0.1)),
-        "bearings": lambda: _list(
-            rng, n, lambda: rng.choice(["", f"{rng.randint(0, 360)},{rng.randint(0, 180)}", "400,10", "10,200", "90", "-5,10", "99999,1", f"{rng.randint(0, 360)},{rng.randint(0, 180)}"])
+        "radiuses": lambda: _list(
+            rng, n, lambda: pick(rng, ["", "unlimited", _number(rng, 20, 300), "50"], ["-1", "x", "1e3", "inf", "5"], 0.1)
         ),
-        "hints": lambda: _list(rng, n, lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112 * rng.choice([1, 1, 2])))], ["abc", "B" * 114], 0.1)),
+        "bearings": lambda: _list(
+            rng,
+            n,
+            lambda: rng.choice(
+                [
+                    "",
+                    f"{rng.randint(0, 360)},{rng.randint(0, 180)}",
+                    "400,10",
+                    "10,200",
+                    "90",
+                    "-5,10",
+                    "99999,1",
+                    f"{rng.randint(0, 360)},{rng.randint(0, 180)}",
+                ]
+            ),
+        ),
+        "hints": lambda: _list(
+            rng,
+            n,
+            lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112 * rng.choice([1, 1, 2])))], ["abc", "B" * 114], 0.1),
+        ),
         "approaches": lambda: _list(rng, n, lambda: pick(rng, ["", "curb", "unrestricted", "opposite"], ["foo"], 0.1)),
         "generate_hints": lambda: pick(rng, ["true", "false"], ["TRUE", "1"]),
         "skip_waypoints": lambda: pick(rng, ["true", "false"], ["x"]),
@@ -250,6 +271,7 @@ def options_for(service: str, rng: random.Random, n: int) -> dict[str, Callable[
     if service == "nearest":
         return _base_options(rng, n) | {"number": lambda: pick(rng, ["1", "2", "3", "5"], ["6", "0", "x", "99999999999"])}
     if service == "table":
+
         def indices() -> str:
             return pick(rng, ["all", ";".join(str(rng.randint(0, n - 1)) for _ in range(rng.randint(1, n)))], [str(n), "", "x"])
 
@@ -268,6 +290,7 @@ def options_for(service: str, rng: random.Random, n: int) -> dict[str, Callable[
             "destination": lambda: pick(rng, ["any", "last"], ["first"]),
         }
     if service == "match":
+
         def timestamps() -> str:
             start = rng.randint(1_600_000_000, 1_700_000_000)
             values = [start + 10 * i + rng.randint(0, 9) for i in range(n)]
@@ -286,7 +309,7 @@ def options_for(service: str, rng: random.Random, n: int) -> dict[str, Callable[
 
 
 def _mutate(rng: random.Random, text: str) -> str:
-    junk = ["&", "?", ";", ",", "=", ".", "x", "%", "%2", "%41", "\"", " ", "(", ")", "-", "..", "&&", "{", "^"]
+    junk = ["&", "?", ";", ",", "=", ".", "x", "%", "%2", "%41", '"', " ", "(", ")", "-", "..", "&&", "{", "^"]
     i = rng.randint(0, len(text))
     if rng.random() < 0.5:
         return text[:i] + rng.choice(junk) + text[i:]
@@ -297,7 +320,15 @@ def generate(service: str, rng: random.Random) -> str:
     """One OSRM URL for ``service`` (``/{service}/v1/driving/...``), valid or not."""
     if service == "tile":
         x, y = 17059 + rng.randint(-2, 2), 11948 + rng.randint(-2, 2)
-        path = rng.choice([f"tile({x},{y},15)", f"tile({x // 2},{y // 2},14)", f"tile({x},{y},{rng.randint(0, 11)})", f"tile({x},{y})", f"tile({x},{y},15)"])
+        path = rng.choice(
+            [
+                f"tile({x},{y},15)",
+                f"tile({x // 2},{y // 2},14)",
+                f"tile({x},{y},{rng.randint(0, 11)})",
+                f"tile({x},{y})",
+                f"tile({x},{y},15)",
+            ]
+        )
         suffix = rng.choice([".mvt", ".mvt", ".mvt", ".png", ""])
         return f"/tile/v1/driving/{path}{suffix}"
     limit = {"route": 12, "nearest": 3, "table": 7, "trip": 6, "match": 9}[service]

@@ -69,30 +69,39 @@ async def _direct_route(dsn: str, points: Sequence[Coord], cost: str, rcost: str
         for x, y in points:
             row = await conn.fetchrow(
                 f"SELECT id, ST_LineLocatePoint(the_geom, ST_SetSRID(ST_MakePoint($1, $2), 4326)) AS f FROM monaco.ways "
-                f"WHERE {cost} > 0 OR {rcost} > 0 ORDER BY the_geom <-> ST_SetSRID(ST_MakePoint($1, $2), 4326) LIMIT 1", x, y)
+                f"WHERE {cost} > 0 OR {rcost} > 0 ORDER BY the_geom <-> ST_SetSRID(ST_MakePoint($1, $2), 4326) LIMIT 1",
+                x,
+                y,
+            )
             snapped.append((row["id"], min(max(row["f"], 1e-7), 1 - 1e-7)))
-        points_sql = " UNION ALL ".join(f"SELECT {i + 1} AS pid, {e}::bigint AS edge_id, {f!r}::float8 AS fraction"
-                                        for i, (e, f) in enumerate(snapped))
+        points_sql = " UNION ALL ".join(
+            f"SELECT {i + 1} AS pid, {e}::bigint AS edge_id, {f!r}::float8 AS fraction" for i, (e, f) in enumerate(snapped)
+        )
         via = ", ".join(f"-{i + 1}" for i in range(len(points)))
         rows = await conn.fetch(
             "SELECT edge, route_agg_cost FROM pgr_trspVia_withPoints($1, $2, $3, ARRAY[" + via + "]::bigint[], directed => true)",
             f"SELECT id, source, target, {cost} AS cost, {rcost} AS reverse_cost FROM monaco.ways",
             "SELECT ARRAY[id_from, id_to]::bigint[] AS path, 1e7::float8 AS cost FROM monaco.turn_restrictions",
-            points_sql)
+            points_sql,
+        )
     finally:
         await conn.close()
     return rows[-1]["route_agg_cost"], [r["edge"] for r in rows if r["edge"] > 0]
 
 
-@pytest.mark.parametrize(("profile", "optimization", "columns", "measure"), [
-    ("car", "fastest", ("cost_s_car", "reverse_cost_s_car"), "duration"),
-    ("car", "shortest", ("cost_m_car", "reverse_cost_m_car"), "distance"),
-    ("pedestrian", "fastest", ("cost_s_pedestrian", "reverse_cost_s_pedestrian"), "duration"),
-    ("pedestrian", "shortest", ("cost_m_pedestrian", "reverse_cost_m_pedestrian"), "distance"),
-])
+@pytest.mark.parametrize(
+    ("profile", "optimization", "columns", "measure"),
+    [
+        ("car", "fastest", ("cost_s_car", "reverse_cost_s_car"), "duration"),
+        ("car", "shortest", ("cost_m_car", "reverse_cost_m_car"), "distance"),
+        ("pedestrian", "fastest", ("cost_s_pedestrian", "reverse_cost_s_pedestrian"), "duration"),
+        ("pedestrian", "shortest", ("cost_m_pedestrian", "reverse_cost_m_pedestrian"), "distance"),
+    ],
+)
 @pytest.mark.parametrize("points", [(START, END), (START, VIA, END), (FAR_START, FAR_END)], ids=["short", "via", "long"])
-async def test_route_equals_direct_pgrouting_call(source: PgRoutingSource, pg_dsn: str, profile: str, optimization: str,
-                                                  columns: tuple[str, str], measure: str, points: tuple[Coord, ...]) -> None:
+async def test_route_equals_direct_pgrouting_call(
+    source: PgRoutingSource, pg_dsn: str, profile: str, optimization: str, columns: tuple[str, str], measure: str, points: tuple[Coord, ...]
+) -> None:
     expected, _ = await _direct_route(pg_dsn, points, *columns)
     result = await source.route(RouteRequest(points, Cost(profile, optimization)))
     assert getattr(result, measure) == pytest.approx(expected, rel=1e-3, abs=0.5)
@@ -118,8 +127,9 @@ async def test_route_geometry_follows_travel_order_and_is_cut_at_the_points(sour
 
 
 async def test_steps_merge_edges_of_one_way_and_carry_asked_attributes(source: PgRoutingSource) -> None:
-    result = await source.route(RouteRequest((FAR_START, FAR_END), Cost("car", "fastest"), steps=True,
-                                             ways_attributes=("highway", "tunnel")))
+    result = await source.route(
+        RouteRequest((FAR_START, FAR_END), Cost("car", "fastest"), steps=True, ways_attributes=("highway", "tunnel"))
+    )
     steps = result.portions[0].steps
     assert all(s.instruction == {} for s in steps)
     assert all(set(s.attributes) == {"name", "highway", "tunnel"} for s in steps)

@@ -116,14 +116,22 @@ class InProcessService:
                 await asyncio.wait_for(service.start(), self.managed.startup_timeout)
             except Exception as exc:
                 reason = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
-                raise RoadkitError(f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {reason}", code="reload_failed", status=503) from None
+                raise RoadkitError(
+                    f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {reason}",
+                    code="reload_failed",
+                    status=503,
+                ) from None
             old_service, old_server = self.service, self.server
             # The new server accepts on the old server's very sockets (where the addresses stay), then
             # the old one stops accepting and finishes its requests: no moment without a listener.
             handed = old_server.hand_over() if old_server is not None else {}
             wanted = {listener.bind for listener in config.listeners}
-            server = Server(create_app(service, manage_lifecycle=False), config.listeners, access_log=self.access_log,
-                            sockets={bind: sock for bind, sock in handed.items() if bind in wanted})
+            server = Server(
+                create_app(service, manage_lifecycle=False),
+                config.listeners,
+                access_log=self.access_log,
+                sockets={bind: sock for bind, sock in handed.items() if bind in wanted},
+            )
             try:
                 await server.start()
             except Exception as exc:
@@ -133,7 +141,12 @@ class InProcessService:
                 await service.stop()
                 if old_server is not None:
                     old_server.sockets.update(handed)
-                raise RoadkitError(f"Service {self.id} can't listen with its new configuration; the previous one keeps serving: {type(exc).__name__}: {exc}", code="reload_failed", status=503) from None
+                raise RoadkitError(
+                    f"Service {self.id} can't listen with its new configuration; "
+                    f"the previous one keeps serving: {type(exc).__name__}: {exc}",
+                    code="reload_failed",
+                    status=503,
+                ) from None
             self.service, self.server = service, server
             if old_server is not None:
                 await old_server.drain(DRAIN_SECONDS)  # keep-alive clients move over, requests in flight finish
@@ -216,8 +229,12 @@ class Administrator:
     def new_handle(self, managed: ManagedService) -> ServiceHandle:
         """The handle that runs ``managed`` (the one place that picks where a service runs)."""
         if managed.mode != "same-process":
-            raise ConfigurationError([f"{self.config.path}: services: mode {managed.mode!r} of service {managed.id!r} is not available yet; use \"same-process\""])
-        return InProcessService(managed, self.config.administrator.cors, self.plugins, access_log=self.config.administrator.logging.access_log)
+            raise ConfigurationError(
+                [f'{self.config.path}: services: mode {managed.mode!r} of service {managed.id!r} is not available yet; use "same-process"']
+            )
+        return InProcessService(
+            managed, self.config.administrator.cors, self.plugins, access_log=self.config.administrator.logging.access_log
+        )
 
     def handle(self, sid: str) -> ServiceHandle:
         """The handle of a managed service (404 when unknown)."""

@@ -104,7 +104,9 @@ class Authenticator:
         write = is_write(request.method, request.url.path)
         if not self.configured:
             if write and not is_loopback_client(request.client.host if request.client else None):
-                raise Forbidden("Write operations are accepted only from this machine (loopback) when the admin API has no authentication configured")
+                raise Forbidden(
+                    "Write operations are accepted only from this machine (loopback) when the admin API has no authentication configured"
+                )
             return None
         assert self.auth is not None
         if not write and not self.auth.protect_reads:

@@ -22,7 +22,13 @@ def _get(op_id: str, summary: str, responses: dict[str, Any], parameters: list[d
 
 
 _SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
-_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A projection id, e.g. EPSG:2154."}
+_PROJECTION = {
+    "name": "projection",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "A projection id, e.g. EPSG:2154.",
+}
 
 
 def admin_openapi(base: str) -> dict[str, Any]:
@@ -37,16 +43,22 @@ def admin_openapi(base: str) -> dict[str, Any]:
             "/health": _get(
                 "health",
                 "Health of the administrator, of every service and every source. 503 unless the global state is green.",
-                {"200": _ok("Everything is green", {"$ref": "#/components/schemas/Health"}), "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"})},
+                {
+                    "200": _ok("Everything is green", {"$ref": "#/components/schemas/Health"}),
+                    "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"}),
+                },
             ),
             "/configuration": _get("configuration", "The server file as loaded.", {"200": _ok("Configuration", {"type": "object"})}),
             "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
             "/services/{service}": _get(
-                "service", "One managed service with its configuration.",
-                {"200": _ok("Service", service_ref), "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
+                "service",
+                "One managed service with its configuration.",
+                {"200": _ok("Service", service_ref), "404": {"description": "Unknown service", **_ERROR}},
+                [_SERVICE],
             ),
             "/services/{service}/projections/{projection}": _get(
-                "projection", "A projection of a service and its parameters.",
+                "projection",
+                "A projection of a service and its parameters.",
                 {
                     "200": _ok("Projection", {"$ref": "#/components/schemas/Projection"}),
                     "404": {"description": "Unknown service or projection", **_ERROR},
@@ -57,7 +69,12 @@ def admin_openapi(base: str) -> dict[str, Any]:
         },
         "components": {
             "schemas": {
-                "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}}},
+                "Error": {
+                    "type": "object",
+                    "properties": {
+                        "error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}
+                    },
+                },
                 "Version": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
                 "State": {"type": "string", "enum": ["green", "orange", "red", "init", "unknown"]},
                 "Health": {
@@ -75,7 +92,18 @@ def admin_openapi(base: str) -> dict[str, Any]:
                                     "state": {"$ref": "#/components/schemas/State"},
                                     "lifecycle": {"type": "string"},
                                     "reason": {"type": "string"},
-                                    "sources": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "type": {"type": "string"}, "state": {"$ref": "#/components/schemas/State"}, "reason": {"type": "string"}}}},
+                                    "sources": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "id": {"type": "string"},
+                                                "type": {"type": "string"},
+                                                "state": {"$ref": "#/components/schemas/State"},
+                                                "reason": {"type": "string"},
+                                            },
+                                        },
+                                    },
                                 },
                             },
                         },
@@ -91,7 +119,11 @@ def admin_openapi(base: str) -> dict[str, Any]:
                         "configuration": {"type": "object"},
                     },
                 },
-                "Projection": {"type": "object", "required": ["id", "parameters"], "properties": {"id": {"type": "string"}, "parameters": {"type": "string"}}},
+                "Projection": {
+                    "type": "object",
+                    "required": ["id", "parameters"],
+                    "properties": {"id": {"type": "string"}, "parameters": {"type": "string"}},
+                },
             }
         },
     }

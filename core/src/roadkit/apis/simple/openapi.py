@@ -41,7 +41,10 @@ SCHEMAS: dict[str, Any] = {
     "RouteResponse": {
         "type": "object",
         "properties": {
-            **{k: {"type": "string"} for k in ("resource", "resourceVersion", "start", "end", "profile", "optimization", "crs", "distanceUnit", "timeUnit")},
+            **{
+                k: {"type": "string"}
+                for k in ("resource", "resourceVersion", "start", "end", "profile", "optimization", "crs", "distanceUnit", "timeUnit")
+            },
             "geometry": _GEOMETRY,
             "bbox": _BBOX,
             "distance": {"type": "number"},
@@ -71,13 +74,19 @@ SCHEMAS: dict[str, Any] = {
             "cost values, contours lists one nested polygon per value, smallest first as given."
         ),
         "properties": {
-            **{k: {"type": "string"} for k in ("point", "resource", "resourceVersion", "costType", "timeUnit", "distanceUnit", "profile", "direction", "crs")},
+            **{
+                k: {"type": "string"}
+                for k in ("point", "resource", "resourceVersion", "costType", "timeUnit", "distanceUnit", "profile", "direction", "crs")
+            },
             "costValue": {"oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]},
             "geometry": _GEOMETRY,
             "reachable": {"type": "boolean"},
             "contours": {
                 "type": "array",
-                "items": {"type": "object", "properties": {"costValue": {"type": "number"}, "geometry": _GEOMETRY, "reachable": {"type": "boolean"}}},
+                "items": {
+                    "type": "object",
+                    "properties": {"costValue": {"type": "number"}, "geometry": _GEOMETRY, "reachable": {"type": "boolean"}},
+                },
             },
             "constraints": _CONSTRAINT_ECHO,
         },
@@ -124,7 +133,14 @@ def _query_parameter(spec: ParameterSpec) -> dict[str, Any]:
         schema = {"type": "string", "description": f"a {spec.type} written as text"}
     if spec.multi:
         schema = {"type": "string", "description": f"{spec.min} to {spec.max} values separated by '|'"}
-    return {"name": spec.name, "in": "query", "required": spec.required, "description": spec.description, "schema": schema, "example": spec.example}
+    return {
+        "name": spec.name,
+        "in": "query",
+        "required": spec.required,
+        "description": spec.description,
+        "schema": schema,
+        "example": spec.example,
+    }
 
 
 def _body_schema(specs: tuple[ParameterSpec, ...]) -> dict[str, Any]:
@@ -158,7 +174,12 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
             "get": {
                 "operationId": "getcapabilities",
                 "summary": "What the service offers: operations, parameters, resources and their values.",
-                "responses": {"200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}}}},
+                "responses": {
+                    "200": {
+                        "description": "Success",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}},
+                    }
+                },
             }
         }
     }
@@ -181,7 +202,12 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
     app = service.config.application
     return {
         "openapi": "3.1.0",
-        "info": {"title": f"{app.title} — simple API", "version": "1.0.0", "description": app.description, "x-roadkit-version": __version__},
+        "info": {
+            "title": f"{app.title} — simple API",
+            "version": "1.0.0",
+            "description": app.description,
+            "x-roadkit-version": __version__,
+        },
         "servers": [{"url": base}],
         "paths": paths,
         "components": {"schemas": SCHEMAS},
