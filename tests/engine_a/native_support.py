@@ -71,11 +71,23 @@ class Routed:
                 raise
             return self._get(url)  # osrm-routed closes a kept-alive connection after 512 requests
 
-    def _get(self, url: str) -> tuple[int, str, bytes]:
+    def post(self, url: str, body: bytes, content_type: str) -> tuple[int, str, bytes]:
+        """Status, content type and body of a POST of ``body`` to ``url``."""
+        try:
+            return self._get(url, body, content_type)
+        except (http.client.HTTPException, OSError):
+            if self.process.poll() is not None:
+                raise
+            return self._get(url, body, content_type)
+
+    def _get(self, url: str, body: bytes | None = None, content_type: str = "") -> tuple[int, str, bytes]:
         if self.connection is None:
             self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            self.connection.request("GET", url)
+            if body is None:
+                self.connection.request("GET", url)
+            else:
+                self.connection.request("POST", url, body=body, headers={"content-type": content_type} if content_type else {})
             response = self.connection.getresponse()
             return response.status, response.getheader("content-type") or "", response.read()
         except (http.client.HTTPException, OSError):
@@ -356,3 +368,115 @@ def generate(service: str, rng: random.Random) -> str:
     elif roll < 0.05:
         head = "/routes/v1/driving/"
     return head + query
+
+
+# ---------------------------------------------------------------- POST bodies (osrm-routed 26)
+
+
+def _json_options(service: str, rng: random.Random, n: int) -> dict[str, Callable[[], Any]]:
+    def per_point(valid: Callable[[], Any], invalid: list[Any]) -> Callable[[], Any]:
+        def make() -> Any:
+            size = n if rng.random() < 0.85 else n + rng.choice([-1, 1])
+            if rng.random() < 0.08:
+                return rng.choice(["x", 5, {"a": 1}])
+            return [pick_any(rng, [valid()], invalid, 0.1) for _ in range(max(0, size))]
+
+        return make
+
+    base: dict[str, Callable[[], Any]] = {
+        "radiuses": per_point(lambda: rng.choice([None, "unlimited", round(rng.uniform(20, 300), 2), 50]), ["5", "inf", True, -1]),
+        "bearings": per_point(
+            lambda: rng.choice([None, [rng.randint(0, 360), rng.randint(0, 180)]]), [[400, 10], [10], [1.5, 2], "90,10", [70000, 10]]
+        ),
+        "hints": per_point(lambda: rng.choice([None, "", "".join(rng.choice(B64[:-2]) for _ in range(112))]), ["abc", 3]),
+        "approaches": per_point(lambda: rng.choice([None, "curb", "unrestricted", "opposite"]), ["foo", 1]),
+        "generate_hints": lambda: pick_any(rng, [True, False], ["true", 1]),
+        "skip_waypoints": lambda: pick_any(rng, [True, False], ["x"]),
+        "exclude": lambda: pick_any(rng, [["motorway"], ["toll"], []], [["motorway", "toll"], ["foo"], "motorway", [1]]),
+        "snapping": lambda: pick_any(rng, ["default", "any"], ["none", 1]),
+    }
+    if service == "nearest":
+        return base | {"number": lambda: pick_any(rng, [1, 2, 3, 5], [6, 0, -1, 1.5, "2"])}
+    if service == "table":
+
+        def indices() -> Any:
+            return pick_any(rng, [[rng.randint(0, n - 1) for _ in range(rng.randint(1, n))]], [[n], [-1], "all", [1.0]])
+
+        return base | {
+            "sources": indices,
+            "destinations": indices,
+            "annotations": lambda: pick_any(
+                rng, [["duration"], ["distance"], ["duration", "distance"], True], [False, ["foo"], "duration", []]
+            ),
+            "fallback_speed": lambda: pick_any(rng, [1, 10.5, 30], [0, -1, "x"]),
+            "fallback_coordinate": lambda: pick_any(rng, ["input", "snapped"], ["x"]),
+            "scale_factor": lambda: pick_any(rng, [1, 0.5, 2], [0, "1"]),
+        }
+    annotations = ["duration", "nodes", "distance", "weight", "datasources", "speed"]
+    route = base | {
+        "steps": lambda: pick_any(rng, [True, False], ["true"]),
+        "geometries": lambda: pick_any(rng, ["polyline", "polyline6", "geojson"], ["wkt", 5]),
+        "overview": lambda: pick_any(rng, ["simplified", "full", "false"], ["none", False]),
+        "annotations": lambda: pick_any(rng, [True, False, rng.sample(annotations, rng.randint(1, 3))], [["foo"], "speed", [1], []]),
+        "waypoints": lambda: pick_any(rng, [[0, n - 1]], [[0, 0], [0, 5], [-1], "0;1"]),
+    }
+    if service == "route":
+        return route | {
+            "alternatives": lambda: pick_any(rng, [True, False, 0, 1, 2], [3, -1, "true", 1.5]),
+            "continue_straight": lambda: pick_any(rng, ["default", True, False], ["x", 1]),
+        }
+    if service == "match":
+        start = rng.randint(1_600_000_000, 1_700_000_000)
+        return route | {
+            "timestamps": lambda: pick_any(rng, [[start + 10 * i for i in range(n)]], [[start] * max(0, n - 1), ["x"], [-1] * n]),
+            "gaps": lambda: pick_any(rng, ["split", "ignore"], ["x"]),
+            "tidy": lambda: pick_any(rng, [True, False], ["x"]),
+        }
+    return route
+
+
+def pick_any(rng: random.Random, valid: list[Any], invalid: list[Any], p_invalid: float = 0.12) -> Any:
+    """A valid value, or (with probability ``p_invalid``) an invalid one."""
+    return rng.choice(invalid if invalid and rng.random() < p_invalid else valid)
+
+
+def generate_post(service: str, rng: random.Random) -> tuple[str, bytes, str]:
+    """One POST request for ``service``: path, body and content type, valid or not."""
+    limit = {"route": 12, "nearest": 3, "table": 7, "trip": 6, "match": 9, "tile": 3}[service]
+    n = rng.randint(1 if service == "nearest" else 2, min(limit, 5)) if rng.random() < 0.9 else limit + 1
+    if service == "match" or rng.random() < 0.3:
+        lon, lat = rng.uniform(7.415, 7.43), rng.uniform(43.73, 43.74)
+        dlon, dlat = rng.uniform(-0.0004, 0.0004), rng.uniform(-0.0004, 0.0004)
+        points: Any = [[round(lon + dlon * i, 6), round(lat + dlat * i, 6)] for i in range(n)]
+    else:
+        points = [[round(rng.uniform(BBOX[0], BBOX[2]), rng.choice([3, 5, 6])), round(rng.uniform(BBOX[1], BBOX[3]), 6)] for _ in range(n)]
+    roll = rng.random()
+    if roll < 0.08:
+        points = rng.choice([[[1, 100], [7.41, 43.73]], [[7.41]], "polyline(abc", 5, [[7.41, "43.7"]], [[74425, 43.7], [7.41, 43.73]]])
+    elif roll < 0.16:
+        six = rng.random() < 0.5
+        points = f"polyline{'6' if six else ''}({polyline([tuple(p) for p in points], 6 if six else 5)})"
+    doc: dict[str, Any] = {"coordinates": points}
+    generators = _json_options(service if service in ("route", "nearest", "table", "match") else "route", rng, n)
+    for name in rng.sample(sorted(generators), rng.randint(0, min(3, len(generators)))):
+        doc[name] = generators[name]()
+    if rng.random() < 0.05:
+        del doc["coordinates"]
+    body = json.dumps(doc).encode()
+    if rng.random() < 0.08:
+        body = rng.choice(
+            [
+                b"",
+                b"{bad",
+                b"[]",
+                body + b" x",
+                body[:-1],
+                b'{"coordinates": [[7.41, 43.7], [7.42, 1e400]]}',
+                b'{"coordinates": 01}',
+                b'{"a":"\\q"}',
+                b'{"coordinates": [1.]}',
+            ]
+        )
+    path = f"/{service}/v1/driving" + rng.choice(["", "", "", "/", "/x"])
+    content_type = pick_any(rng, ["application/json", "application/json; charset=utf-8", " Application/JSON"], ["text/plain", ""], 0.06)
+    return path, body, content_type

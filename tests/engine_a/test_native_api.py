@@ -176,3 +176,16 @@ def test_the_openapi_document_is_valid_and_served(client: TestClient) -> None:
         "/{resource}/{profile}/{optimization}/{service}/v1/_/{coordinates}",
     }
     assert client.get("/osrm/1.0.0/openapi").status_code == 200
+
+
+def test_post_requests_on_roadkit_urls(client: TestClient) -> None:
+    body = {"coordinates": [[7.41337, 43.72956], [7.41983, 43.73115]], "steps": True}
+    road2 = client.post("/osrm/1.0.0/monaco-osrm/car/shortest/route/v1/_", json=body)
+    by_get = client.get(f"/osrm/1.0.0/monaco-osrm/car/shortest/route/v1/_/{COORDS}?steps=true")
+    assert road2.status_code == 200 and road2.json()["routes"] == by_get.json()["routes"]
+    plain = client.post("/osrm/1.0.0/monaco-osrm/route/v1/car", content=b"{}", headers={"content-type": "text/plain"})
+    assert (plain.status_code, plain.json()["code"]) == (415, "InvalidContentType")
+    huge = client.post("/osrm/1.0.0/monaco-osrm/route/v1/car", content=b" " * 1_000_001, headers={"content-type": "application/json"})
+    assert huge.status_code == 413 and huge.json()["code"] == "InvalidQuery"
+    trip = client.post("/osrm/1.0.0/monaco-osrm/trip/v1/car", json=body)
+    assert (trip.status_code, trip.json()["code"]) == (400, "NotImplemented")

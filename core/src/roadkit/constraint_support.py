@@ -81,7 +81,7 @@ def learn_bans(parameter: ConstraintParameter, sources: Sequence[Source], where:
                 log.warning("%s.constraints: no source of the resource can ban %s=%s (engine field %r): left out", where, key, value, field)
                 remaining = {v: e for v, e in keys[key].values.items() if v != value}
                 keys[key] = attrs.evolve(keys[key], values=remaining)
-        keys = {k: v for k, v in keys.items() if v.values or v.key_type.startswith("numerical")}
+        keys = {k: v for k, v in keys.items() if v.values or v.numeric}
         parameter = attrs.evolve(parameter, keys=keys)
     return attrs.evolve(parameter, bans=tuple(supports))
 
@@ -97,17 +97,22 @@ def check_bans(parameter: Parameter, source: Source, constraints: Sequence[Const
     for support in parameter.bans:
         if support.source is source and not support.accepts(fields):
             banned = ", ".join(f"{c.key}={c.value}" for c in constraints if c.type == "banned")
-            possible = "; ".join(" + ".join(f"{k}={v}" for k, v, _ in combo) for combo in _combinations(parameter, support)) or "none"
+            combinations = _combinations(parameter, support)
+            if combinations is None:
+                possible = "too many to list"
+            else:
+                possible = "; ".join(" + ".join(f"{k}={v}" for k, v, _ in combo) for combo in combinations) or "none"
             raise ParameterInvalid(
                 "constraints",
                 f"banning {banned} together is not possible with {context} on this resource (possible bans: {possible})",
             )
 
 
-def _combinations(parameter: ConstraintParameter, support: BanSupport) -> list[list[tuple[str, str, str]]]:
+def _combinations(parameter: ConstraintParameter, support: BanSupport) -> list[list[tuple[str, str, str]]] | None:
+    """The combinations of banned (key, value, field) the source applies; None when too many to list."""
     pairs = _banned_pairs(parameter.keys)
     if support.allowed is None or len(pairs) > MAX_LISTED_VALUES:
-        return []
+        return None
     found = []
     for size in range(1, parameter.spec.max + 1):
         for combo in itertools.combinations(pairs, size):
@@ -120,9 +125,10 @@ def bans_capability(parameter: ConstraintParameter, op: str) -> list[dict[str, A
     """Per cost of a restricted source, the combinations of banned values it applies."""
     entries = []
     for support in parameter.bans:
-        if support.allowed is None:
+        found = _combinations(parameter, support)
+        if found is None:  # any combination, or too many values to list (requests are still checked)
             continue
-        combinations = [[{"key": k, "value": v} for k, v, _ in combo] for combo in _combinations(parameter, support)]
+        combinations = [[{"key": k, "value": v} for k, v, _ in combo] for combo in found]
         for cost in support.source.costs():
             second = ("optimization", cost.optimization) if op == "route" else ("costType", cost.cost_type)
             if second[1]:

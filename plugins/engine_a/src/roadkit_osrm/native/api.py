@@ -19,12 +19,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError, base_url, docs_routes
+from roadkit_osrm.native.body import POST_SERVICES, BodyError, parse_body
 from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
 from roadkit_osrm.native.openapi import native_openapi
 from roadkit_osrm.native.query import SERVICES, QueryError, parse_query
 from roadkit_osrm.native.render import error_body
 from roadkit_osrm.native.settings import NativeSettings, read_settings
-from roadkit_osrm.native.url import UrlError, parse_url, uri_decode
+from roadkit_osrm.native.url import UrlError, parse_post_url, parse_url, uri_decode
 
 if TYPE_CHECKING:
     from roadkit.contract import ServiceView
@@ -86,14 +87,19 @@ class NativeHandler:
         if query_string:
             target += b"?" + query_string
         text = uri_decode(target)
+        post = request.method == "POST"
+        if post and not request.headers.get("content-type", "").strip().lower().startswith("application/json"):
+            return _error(415, "InvalidContentType", "POST requests require a Content-Type of application/json.")
         try:
-            url = parse_url(text, placeholder_profile=road2)
+            url = parse_post_url(text) if post else parse_url(text)
         except UrlError as exc:
             return _error(400, "InvalidUrl", exc.message)
         if url.service not in SERVICES:
             return _error(400, "InvalidService", f"Service {url.service} not found!")
         if url.version != 1:
             return _error(400, "InvalidVersion", f"Service {url.service} not found!")
+        if post and url.service not in POST_SERVICES:
+            return _error(400, "NotImplemented", "This service does not support POST requests with a JSON body.")
         profile = road2_profile if road2 else url.profile
         chosen = settings.choose(resource, profile, optimization)
         if chosen is None:
@@ -103,15 +109,34 @@ class NativeHandler:
         source, cost = chosen
         if not isinstance(source, NativeSource) or url.service not in getattr(source, "native_services", frozenset()):
             return _error(400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})")
+        body: bytes | None = None
         try:
-            params = parse_query(url.service, url.query)
+            if post:
+                body = await self.read_body(request)
+                params = parse_body(url.service, body)
+            else:
+                params = parse_query(url.service, url.query)
         except QueryError as exc:
             return _error(400, "InvalidQuery", f"Query string malformed close to position {url.prefix_length + exc.pos}")
-        native = NativeRequest(url.service, url.version, profile, url.query, params, cost, settings.limits)
+        except BodyError as exc:
+            return _error(400, "InvalidQuery", exc.message)
+        except RoadkitError as exc:
+            return _error(exc.status, "InvalidQuery", exc.message)
+        native = NativeRequest(url.service, url.version, profile, url.query, params, cost, settings.limits, body)
         try:
             return _answer(await source.native(native))
         except RoadkitError as exc:
             return _error(exc.status, "ServiceUnavailable" if exc.status == 503 else "EngineError", exc.message)
+
+    async def read_body(self, request: Request) -> bytes:
+        """The POST body, at most the service's ``limits.max_body_bytes`` (413 beyond)."""
+        limit = self.service.config.limits.max_body_bytes
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise RoadkitError(f"Request body too large: at most {limit} bytes", status=413)
+        return bytes(body)
 
     def resources(self) -> list[dict[str, Any]]:
         listed = []
@@ -167,7 +192,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
         *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(base_url(request) + PREFIX), PREFIX),
-        Route("/{resource}/{rest:path}", handler.handle, methods=["GET"]),
+        Route("/{resource}/{rest:path}", handler.handle, methods=["GET", "POST"]),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
     ]
 

@@ -49,6 +49,9 @@ class NativeRequest:
     params: dict[str, Any]
     cost: Cost
     limits: NativeLimits = NativeLimits()
+    #: the JSON body of a POST request (osrm-routed 26 answers route, match, table and nearest by POST
+    #: to ``/{service}/v1/{profile}``); None for a GET. A forwarding source POSTs it unchanged.
+    body: bytes | None = None
 
 
 @attrs.frozen

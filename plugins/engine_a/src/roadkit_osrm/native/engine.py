@@ -36,7 +36,9 @@ def build_parameters(service: str, params: dict[str, Any]) -> Any:
     keywords = _KEYWORDS[service]
     arguments = {k: v for k, v in params.items() if k in keywords}
     annotations = arguments.pop("annotations", None)
-    if annotations:
+    if annotations and service == "table":
+        arguments["annotations"] = annotations  # "none" (a POST's false) means neither durations nor distances
+    elif annotations:
         # osrm-routed ORs the flags: "false" (none) adds nothing, "true" (all) covers every other one
         wanted = ["all"] if "all" in annotations else [a for a in annotations if a != "none"]
         if wanted:

@@ -14,6 +14,7 @@ import attrs
 
 from roadkit.contract import ConfigurationError, Cost, Resource, Source
 from roadkit_osrm.native.contract import NativeLimits
+from roadkit_osrm.native.url import NAME_CHARS
 
 API_KEY = "osrm"
 _LIMIT_NAMES = {f.name for f in attrs.fields(NativeLimits)}
@@ -71,8 +72,11 @@ def read_settings(resource: Resource) -> NativeSettings:
         problems.append(f'{where}.profiles: expected a table of alias = "profile[/optimization]"')
         profiles = {}
     for alias, target in profiles.items():
-        if not isinstance(target, str) or not target or not alias.isalnum():
-            problems.append(f'{where}.profiles.{alias}: expected an alphanumeric alias naming "profile[/optimization]", got {target!r}')
+        if not isinstance(target, str) or not target or not alias or any(c not in NAME_CHARS for c in alias):
+            problems.append(
+                f"{where}.profiles.{alias}: expected an alias of letters, digits, '-', '.', '_' or '~' "
+                f'naming "profile[/optimization]", got {target!r}'
+            )
             continue
         profile, _, optimization = target.partition("/")
         aliases[alias] = (profile, optimization or None)

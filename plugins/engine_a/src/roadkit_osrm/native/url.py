@@ -7,6 +7,8 @@ import attrs
 from roadkit_osrm.native.grammar import Expectation, chars, expect, lit, unsigned
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+#: characters of a service or profile name (URL-unreserved characters)
+NAME_CHARS = _ALNUM + "-._~"
 _QUERY_CHARS = frozenset(_ALNUM + "_-[]{}@?|\\~`^" + "=,;:&().")
 _HEX = "0123456789abcdefABCDEF"
 
@@ -65,13 +67,36 @@ def _query(text: str, start: int) -> tuple[int, str]:
     return i, "".join(out)
 
 
-def parse_url(text: str, *, placeholder_profile: bool = False) -> ParsedUrl:
-    """The parts of ``text`` (already URI-decoded), or :class:`UrlError` with osrm-routed's message.
+_NAME = chars(NAME_CHARS)
+_HEAD = expect(lit("/"), _NAME, lit("/"), lit("v"), unsigned(32), lit("/"), _NAME)
 
-    ``placeholder_profile`` accepts Road2's ``_`` in the profile position.
-    """
-    name = chars(_ALNUM + ("_" if placeholder_profile else ""))
-    head = expect(lit("/"), chars(_ALNUM), lit("/"), lit("v"), unsigned(32), lit("/"), name, lit("/"))
+
+def _malformed(text: str, pos: int) -> UrlError:
+    begin = 0 if pos < 3 else pos - 3
+    context = text[begin : min(pos + 3, len(text))]
+    return UrlError(f'URL string malformed close to position {pos}: "{context}"')
+
+
+def parse_post_url(text: str) -> ParsedUrl:
+    """The parts of a POST's URL, ``/{service}/v{version}/{profile}[/]`` (the options are in the body)."""
+    pos = 0
+    try:
+        r = _HEAD(text, 0)
+        if r is not None:
+            end, values = r
+            if text.startswith("/", end):
+                end += 1
+            if end == len(text):
+                return ParsedUrl(values[1], values[4], values[6], "", end)
+            pos = end
+    except Expectation as exc:
+        pos = exc.pos
+    raise _malformed(text, pos)
+
+
+def parse_url(text: str) -> ParsedUrl:
+    """The parts of ``text`` (already URI-decoded), or :class:`UrlError` with osrm-routed's message."""
+    head = expect(_HEAD, lit("/"))
     pos = 0
     try:
         r = head(text, 0)
@@ -79,11 +104,10 @@ def parse_url(text: str, *, placeholder_profile: bool = False) -> ParsedUrl:
             end, values = r
             pos, query = _query(text, end)
             if pos > end and pos == len(text):
-                return ParsedUrl(values[1], values[4], values[6], query, end)
+                names = values[0]
+                return ParsedUrl(names[1], names[4], names[6], query, end)
             if pos == end:
                 raise Expectation(end)
     except Expectation as exc:
         pos = exc.pos
-    begin = 0 if pos < 3 else pos - 3
-    context = text[begin : min(pos + 3, len(text))]
-    raise UrlError(f'URL string malformed close to position {pos}: "{context}"')
+    raise _malformed(text, pos)
