@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from starlette.routing import Route
 
 from roadkit.config.models import Listener
 from roadkit.servers import Server
-from roadkit.serving_helpers import bound_socket, wait_until_up
+from roadkit.serving_helpers import bound_socket, reserve_port, wait_until_up
 
 
 def test_wait_until_up_reports_a_server_that_died_at_once() -> None:
@@ -176,8 +177,6 @@ def test_serving_helpers_import_nothing_else_of_roadkit() -> None:
 
 
 def test_a_reserved_port_is_handed_to_no_one_else_but_binds_with_reuse_address() -> None:
-    from roadkit.serving_helpers import reserve_port
-
     port = reserve_port()
     # Another bind without SO_REUSEADDR (what the kernel checks before handing a port out) is refused...
     other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -191,3 +190,19 @@ def test_a_reserved_port_is_handed_to_no_one_else_but_binds_with_reuse_address()
     with bound_socket("127.0.0.1", port) as sock:
         sock.listen(1)
         assert sock.getsockname()[1] == port
+
+
+def test_a_listener_in_use_leaves_no_socket_open(tmp_path: Path) -> None:
+    with bound_socket("127.0.0.1", 0) as blocker:
+        blocker.listen(1)
+        busy = blocker.getsockname()[1]
+        free = reserve_port()
+        server = Server(_lifespan_app([]), [Listener(port=free, id="free"), Listener(port=busy, id="busy")])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy}"):
+                server._bind()
+            assert server.sockets == {}
+            # The first listener's port was released: it binds again at once.
+            with bound_socket("127.0.0.1", free) as again:
+                assert again.getsockname()[1] == free

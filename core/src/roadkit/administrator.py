@@ -259,10 +259,13 @@ class Administrator:
         """The admin listener first (ready before any service), then the services one by one."""
         from roadkit.apis.admin import create_admin_app
 
+        # The services of the server file, taken before the admin API answers: a service it creates
+        # meanwhile is started by its create request, never a second time here.
+        configured = list(self.handles.values())
         self.server = Server(create_admin_app(self), [self.config.administrator.listener])
         await self.server.start()
         log.info("admin API listening on %s", self.config.administrator.listener.bind)
-        for handle in list(self.handles.values()):  # the admin API may add or delete services meanwhile
+        for handle in configured:  # the admin API may delete services meanwhile
             if self.handles.get(handle.id) is handle:
                 await handle.start()
 
