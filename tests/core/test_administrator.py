@@ -186,3 +186,43 @@ async def test_a_service_listens_with_https_on_a_self_signed_expired_certificate
         assert secure.headers["strict-transport-security"] == "max-age=31536000"
     finally:
         await admin.stop()
+
+
+async def test_a_same_process_service_restarts_without_refusing_requests_and_merges_calls(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    admin = Administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
+    await admin.start()
+    handle = admin.handle("main")
+    failures: list[str] = []
+    served = 0
+    stop = asyncio.Event()
+
+    async def load() -> None:
+        nonlocal served
+        async with httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0)) as client:
+            while not stop.is_set():
+                try:
+                    response = await client.get(
+                        f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"}
+                    )
+                    served += 1 if response.status_code == 200 else 0
+                    if response.status_code != 200:
+                        failures.append(response.text)
+                except httpx.HTTPError as exc:
+                    failures.append(repr(exc))
+
+    clients = [asyncio.create_task(load()) for _ in range(3)]
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            answers = await asyncio.gather(
+                *(client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main/restart") for _ in range(20))
+            )
+            assert [a.status_code for a in answers] == [200] * 20
+            assert answers[0].json()["lifecycle"] == "ready"
+        assert handle.describe()["starts"] in (2, 3)
+        assert StraightLineSource.connections == handle.describe()["starts"]
+    finally:
+        stop.set()
+        await asyncio.gather(*clients)
+        await admin.stop()
+    assert failures == [] and served > 0

@@ -151,6 +151,61 @@ def test_cors_file_accepts_road2_options_and_rejects_unknown_ones(tmp_path: Path
     assert len(problems) == 2
 
 
+def test_workers_mode_and_back_off_settings_are_checked(tmp_path: Path) -> None:
+    from roadkit.children import worker_count
+    from roadkit.config.models import Backoff
+
+    ok = write(
+        tmp_path / "ok.toml",
+        """
+[[services]]
+id = "a"
+configuration = "a.toml"
+workers = "auto"
+[services.backoff]
+initial = 0.1
+max = 2
+[[services]]
+id = "b"
+configuration = "b.toml"
+workers = 3
+""",
+    )
+    a, b = load_server(ok).services
+    assert a.mode == "child-process" and a.workers == "auto" and b.workers == 3
+    assert worker_count("auto") >= 1 and worker_count(3) == 3
+    assert [a.backoff.delay(n) for n in (1, 2, 3, 5, 9)] == [0.1, 0.2, 0.4, 1.6, 2.0]
+    assert Backoff().delay(1) == 0.5 and Backoff().delay(20) == 30.0
+    bad = write(
+        tmp_path / "bad.toml",
+        """
+[[services]]
+id = "a"
+configuration = "a.toml"
+workers = "many"
+[[services]]
+id = "b"
+configuration = "b.toml"
+workers = 0
+[[services]]
+id = "c"
+configuration = "c.toml"
+mode = "same-process"
+workers = 2
+startup_timeout = 0
+[services.backoff]
+initial = 5
+max = 1
+""",
+    )
+    problems = problems_of(load_server, bad)
+    assert f"{bad}: services[0].workers: expected a positive integer or \"auto\", got 'many'" in problems
+    assert f'{bad}: services[1].workers: expected a positive integer or "auto", got 0' in problems
+    assert f'{bad}: services[2].workers: several workers need mode = "child-process" (got mode = "same-process")' in problems
+    assert f"{bad}: services[2].startup_timeout: expected a positive number of seconds, got 0.0" in problems
+    assert any(p.startswith(f"{bad}: services[2].backoff: expected 0 < initial <= max") for p in problems)
+
+
 def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path) -> None:
     from roadkit.config.convert import structure
     from roadkit.config.loader import _ServiceFile

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
+from tests.engine_a.native_support import Routed, write_native_service
 
 
 @pytest.fixture(scope="session")
@@ -24,4 +25,32 @@ def client(osrm_example: Path) -> Iterator[TestClient]:
     """A client of the Monaco service's app, inside its lifespan (sources connected)."""
     app = create_app(load_service(osrm_example / "service.toml", cors=osrm_example / "cors.toml"), Plugins.create())
     with TestClient(app, base_url="http://testserver") as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+def routed(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
+    """osrm-routed on the car dataset (CH), as resource ``diff`` of ``native`` serves it."""
+    server = Routed(osrm_datasets["car-fastest"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def routed_mld(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
+    """osrm-routed on the pedestrian dataset (MLD), as resource ``diffmld`` of ``native`` serves it."""
+    server = Routed(osrm_datasets["pedestrian-fastest"], "MLD")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def native(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """A client of a service on the same datasets, with resources ``diff`` and ``diffmld`` limited like ``routed``."""
+    path = write_native_service(osrm_example, tmp_path_factory.mktemp("native"))
+    with TestClient(create_app(load_service(path), Plugins.create()), base_url="http://testserver") as test_client:
         yield test_client

@@ -1,6 +1,6 @@
 """The differential harness of the native OSRM API: osrm-routed from the same wheel, same data, same URLs.
 
-``Routed`` runs ``python -m osrm routed`` on the cached Monaco car dataset with small limits (so that the
+``Routed`` runs osrm-routed from the osrm-bindings wheel on the cached Monaco car dataset with small limits (so that the
 generated URLs reach them); ``native_app`` serves a resource ``diff`` on the same dataset with the
 same limits. ``generate(service, rng)`` makes one URL, valid or not; ``compare`` asserts the two
 answers are equal but for the fields that depend on the build (hints, data_version).
@@ -12,14 +12,13 @@ import http.client
 import json
 import random
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import pytest
+import osrm
 
 from tests.core.conftest import free_port
 
@@ -44,11 +43,14 @@ class Routed:
 
     def __init__(self, dataset: Path, algorithm: str = "CH") -> None:
         self.port = free_port()
-        args = [sys.executable, "-m", "osrm", "routed", str(dataset), "-i", "127.0.0.1", "-p", str(self.port), "-t", "1", "-a", algorithm]
+        # The wheel's osrm-routed binary itself (``python -m osrm routed`` would leave it running when
+        # the wrapper is terminated), in its own session so that nothing it starts outlives the tests.
+        binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+        args = [str(binary), str(dataset), "-i", "127.0.0.1", "-p", str(self.port), "-t", "1", "-a", algorithm]
         for key, value in LIMITS.items():
             args += [f"--{key}", str(value)]
         self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={"DISABLE_ACCESS_LOGGING": "1", "PATH": "/usr/bin:/bin"}
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={"DISABLE_ACCESS_LOGGING": "1"}, start_new_session=True
         )
         self.connection: http.client.HTTPConnection | None = None
         deadline = time.monotonic() + 60
@@ -99,27 +101,11 @@ class Routed:
         if self.connection is not None:
             self.connection.close()
         self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-@pytest.fixture(scope="session")
-def routed(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
-    """osrm-routed on the car dataset (CH), as resource ``diff`` serves it."""
-    server = Routed(osrm_datasets["car-fastest"])
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def routed_mld(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
-    """osrm-routed on the pedestrian dataset (MLD), as resource ``diffmld`` serves it."""
-    server = Routed(osrm_datasets["pedestrian-fastest"], "MLD")
-    try:
-        yield server
-    finally:
-        server.stop()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
 
 
 def write_native_service(example: Path, target: Path) -> Path:
@@ -331,17 +317,16 @@ def _mutate(rng: random.Random, text: str) -> str:
 def generate(service: str, rng: random.Random) -> str:
     """One OSRM URL for ``service`` (``/{service}/v1/driving/...``), valid or not."""
     if service == "tile":
-        x, y = 17059 + rng.randint(-2, 2), 11948 + rng.randint(-2, 2)
-        path = rng.choice(
-            [
-                f"tile({x},{y},15)",
-                f"tile({x // 2},{y // 2},14)",
-                f"tile({x},{y},{rng.randint(0, 11)})",
-                f"tile({x},{y})",
-                f"tile({x},{y},15)",
-            ]
+        z = rng.choice([12, 13, 14, 15, 16, 17, 18, rng.randint(0, 11), 25])
+        # Monaco is tile (17059, 11948) at zoom 15
+        x, y = (
+            (17059 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1),
+            (11948 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1),
         )
-        suffix = rng.choice([".mvt", ".mvt", ".mvt", ".png", ""])
+        path = pick(
+            rng, [f"tile({x},{y},{z})"], [f"tile({x},{y})", f"tile({x},-{y},{z})", f"tile({x}, {y},{z})", f"tile({x},{y},{z}"], 0.15
+        )
+        suffix = pick(rng, [".mvt"], [".png", "", ".mvt?x=1"], 0.1)
         return f"/tile/v1/driving/{path}{suffix}"
     limit = {"route": 12, "nearest": 3, "table": 7, "trip": 6, "match": 9}[service]
     minimum = 1 if service == "nearest" else 2

@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.app import create_app
-from roadkit.config import load_service
-from roadkit.plugins import Plugins
-from tests.engine_a.native_support import Routed, compare, encode, generate, routed, write_native_service
+from tests.engine_a.native_support import Routed, compare, encode, generate
 
-__all__ = ["routed"]
 URLS_PER_SERVICE = 250
-
-
-@pytest.fixture(scope="module")
-def native(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = write_native_service(osrm_example, tmp_path_factory.mktemp("native"))
-    with TestClient(create_app(load_service(path), Plugins.create()), base_url="http://testserver") as client:
-        yield client
 
 
 def native_get(client: TestClient, url: str, resource: str = "diff") -> tuple[int, str, bytes]:

@@ -28,13 +28,12 @@ from roadkit.source import SourceState
 from roadkit.testing import SourceContract, service_client
 from roadkit_osrm import OsrmHttpSource, OsrmSource
 from tests.engine_a.native_support import compare, encode, generate, write_native_service
-from tests.engine_a.test_native_route_nearest import native, native_get
+from tests.engine_a.test_native_route_nearest import native_get
 from tests.engine_servers import EngineServer, LoopbackProxy, free_port, osrm_routed, running, same, silent_listener
 
 START = (7.41337, 43.72956)
 END = (7.41983, 43.73115)
 VIA = (7.4246, 43.7383)
-__all__ = ["native"]
 ALGORITHMS = {"car-fastest": "CH", "car-shortest": "CH", "pedestrian-fastest": "MLD"}
 MOTORWAY = Constraint("banned", "waytype", "=", "autoroute", field="motorway")
 

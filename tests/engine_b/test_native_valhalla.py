@@ -74,3 +74,26 @@ def test_osrm_errors_on_valhalla(client: TestClient) -> None:
     assert malformed.status_code == 400 and malformed.json()["code"] == "InvalidQuery"
     listed = {r["id"]: r for r in client.get("/osrm/1.0.0/resources").json()}
     assert listed["monaco-valhalla"]["services"] == ["route", "nearest"]
+
+
+@pytest.mark.parametrize("service", ["route", "nearest"])
+def test_generated_requests_never_fail_on_valhalla(client: TestClient, service: str) -> None:
+    """osrm-routed's URLs and POST bodies, valid or not, on Valhalla: an answer or a 4xx, never a 5xx."""
+    import random
+
+    from tests.engine_a.native_support import encode, generate, generate_post
+
+    rng = random.Random(f"roadkit-native-valhalla-{service}")
+    statuses: dict[int, int] = {}
+    for _ in range(120):
+        url = encode(generate(service, rng))
+        response = client.get(f"/osrm/1.0.0/monaco-valhalla{url}")
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        assert response.status_code < 500, (url, response.text)
+        assert (response.json()["code"] == "Ok") == (response.status_code == 200), (url, response.text)
+        path, body, content_type = generate_post(service, rng)
+        posted = client.post(
+            f"/osrm/1.0.0/monaco-valhalla{path}", content=body, headers={"content-type": content_type} if content_type else {}
+        )
+        assert posted.status_code < 500, (path, body, posted.text)
+    assert statuses.get(200, 0) >= 20, statuses

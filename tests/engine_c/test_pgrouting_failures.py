@@ -105,3 +105,25 @@ async def test_statement_time_out_is_a_504(pg_example: Path, tmp_path: Path) -> 
 
 def read_dsn(example: Path) -> str:
     return (example / "pgrouting.database.toml").read_text().split('"')[1]
+
+
+def test_database_down_at_start_is_served_once_it_is_up(own_cluster: PrivateCluster, tmp_path: Path) -> None:
+    """The service runs on with the source red, tries it again, and serves its resource once the database is up."""
+    example = make_pg_example(tmp_path / "example", own_cluster.dsn("roadkit"))
+    service = example / "service.toml"
+    service.write_text(service.read_text().replace("[limits]\n", "[limits]\nconnect_retry_initial = 0.2\nconnect_retry_max = 0.5\n"))
+    own_cluster.stop("immediate")
+    params = {"resource": "monaco-pgrouting", "start": f"{START[0]},{START[1]}", "end": f"{END[0]},{END[1]}"}
+    try:
+        with service_client(service) as client:
+            assert client.get("/simple/1.0.0/route", params=params).status_code == 400  # no such resource yet
+            own_cluster.start()
+            for _ in range(100):
+                response = client.get("/simple/1.0.0/route", params=params)
+                if response.status_code == 200:
+                    break
+                time.sleep(0.1)
+            assert response.status_code == 200, response.text
+    finally:
+        if not own_cluster.is_running():
+            own_cluster.start()

@@ -17,6 +17,7 @@ from roadkit.model import Coord, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
 from roadkit.source import SourceState
 from roadkit.testing import SourceContract
+from roadkit_pgrouting import queries
 from roadkit_pgrouting.source import PgRoutingSource
 from tests.engine_c.conftest import END, FAR_END, FAR_START, START, VIA
 
@@ -195,3 +196,130 @@ async def test_sources_naming_one_database_share_one_pool(pg_example: Path) -> N
     finally:
         await first.disconnect()
         await second.disconnect()
+
+
+async def test_turn_restrictions_are_honoured(source: PgRoutingSource, pg_dsn: str) -> None:
+    """From the middle of a restriction's first edge to the middle of its second: never the forbidden turn."""
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        rows = await conn.fetch("""
+            SELECT r.id_from, r.id_to,
+                   ST_X(ST_LineInterpolatePoint(f.the_geom, 0.5)) AS fx, ST_Y(ST_LineInterpolatePoint(f.the_geom, 0.5)) AS fy,
+                   ST_X(ST_LineInterpolatePoint(t.the_geom, 0.5)) AS tx, ST_Y(ST_LineInterpolatePoint(t.the_geom, 0.5)) AS ty
+            FROM monaco.turn_restrictions r JOIN monaco.ways f ON f.id = r.id_from JOIN monaco.ways t ON t.id = r.id_to
+            WHERE (f.cost_m_car > 0 OR f.reverse_cost_m_car > 0) AND (t.cost_m_car > 0 OR t.reverse_cost_m_car > 0)""")
+        lengthened = 0
+        for row in rows:
+            points = ((row["fx"], row["fy"]), (row["tx"], row["ty"]))
+            free = await conn.fetchval(
+                "SELECT max(agg_cost) FROM pgr_withPointsVia($1, $2, ARRAY[-1, -2]::bigint[], directed => true)",
+                "SELECT id, source, target, cost_m_car AS cost, reverse_cost_m_car AS reverse_cost FROM monaco.ways",
+                f"SELECT 1 AS pid, {row['id_from']}::bigint AS edge_id, 0.5::float8 AS fraction UNION ALL SELECT 2, {row['id_to']}, 0.5",
+            )
+            try:
+                restricted = await source.route(RouteRequest(points, Cost("car", "shortest")))
+            except NoPathFound:
+                lengthened += 1
+                continue
+            assert free is None or restricted.distance >= free - 0.5
+            lengthened += free is not None and restricted.distance > free + 1
+    finally:
+        await conn.close()
+    assert rows and lengthened > 0, "some restricted turns must change the route"
+
+
+async def test_search_box_is_widened_until_a_path_is_found(pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.engine_c.conftest import make_pg_example
+    from tests.engine_c.test_pgrouting_failures import _source
+
+    example = make_pg_example(tmp_path / "example", pg_dsn)
+    narrow = _source(example, **{"margin = 0.01": "margin = 0.00002", "attempts = 2": "attempts = 3"})
+    await narrow.connect()
+    boxes: list[tuple[float, ...]] = []
+    original = queries._box
+
+    def recording(points: list[Coord], margin: float, scale: float = 1.0) -> tuple[float, float, float, float]:
+        boxes.append(original(points, margin, scale))
+        return boxes[-1]
+
+    monkeypatch.setattr(queries, "_box", recording)
+    points = ((7.4234, 43.73564), (7.4237, 43.73622))  # 70 m apart, 525 m by car (one-ways)
+    try:
+        expected, _ = await _direct_route(pg_dsn, points, "cost_s_car", "reverse_cost_s_car")
+        result = await narrow.route(RouteRequest(points, Cost("car", "fastest")))
+        assert result.duration == pytest.approx(expected, rel=1e-3)
+        assert len(boxes) >= 2, "the first box held no path"
+        assert boxes[1][2] - boxes[1][0] > boxes[0][2] - boxes[0][0]
+    finally:
+        await narrow.disconnect()
+
+
+def test_road2_db_config_and_password_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roadkit.errors import ConfigurationError
+    from roadkit_pgrouting.options import read_database_file
+
+    path = tmp_path / "db.json"
+    path.write_text(
+        json.dumps(
+            {
+                "host": "db",
+                "database": "pgrouting",
+                "user": "u",
+                "port": "5433",
+                "max": 3,
+                "statement_timeout": 20000,
+                "password_env": "RK_TEST_PG_PASSWORD",
+            }
+        )
+    )
+    with pytest.raises(ConfigurationError, match=r"db\.json: password_env: the environment variable 'RK_TEST_PG_PASSWORD' is not set"):
+        read_database_file(path)
+    monkeypatch.setenv("RK_TEST_PG_PASSWORD", "s3cret")
+    settings = read_database_file(path)
+    assert (settings.host, settings.port, settings.pool_size, settings.password) == ("db", 5433, 3, "s3cret")
+
+
+def test_road2_json_source_is_read(tmp_path: Path, pg_example: Path) -> None:
+    road2 = {
+        "id": "bduni-pgr",
+        "type": "pgr",
+        "projection": "EPSG:4326",
+        "bbox": "7.3,43.7,7.5,43.8",
+        "storage": {
+            "base": {
+                "dbConfig": str(pg_example / "pgrouting.database.toml"),
+                "schema": "monaco",
+                "attributes": [
+                    {"key": "name", "column": "name", "default": "true"},
+                    {"key": "nature", "column": "highway", "default": "false"},
+                ],
+            }
+        },
+        "costs": [
+            {
+                "profile": "car",
+                "optimization": "fastest",
+                "costType": "time",
+                "costColumn": "cost_s_car",
+                "rcostColumn": "reverse_cost_s_car",
+            }
+        ],
+    }
+    (tmp_path / "x.source").write_text(json.dumps(road2))
+    source = PgRoutingSource.from_config(read_source(tmp_path / "x.source"))
+    assert source.kind == "pgrouting"
+    assert [(a.key, a.column, a.default) for a in source.options.storage.attributes] == [
+        ("name", "name", True),
+        ("nature", "highway", False),
+    ]
+    assert source.resolve_cost(Cost("car", cost_type="time")).cost_column == "cost_s_car"
+
+
+def test_column_names_must_be_identifiers(tmp_path: Path, pg_example: Path) -> None:
+    from roadkit.errors import ConfigurationError
+
+    text = source_file(pg_example).read_text().replace('cost_column = "cost_s_car"', 'cost_column = "cost_s_car; DROP TABLE x"')
+    text = text.replace('"../pgrouting.database.toml"', json.dumps(str(pg_example / "pgrouting.database.toml")))
+    (tmp_path / "bad.source").write_text(text)
+    with pytest.raises(ConfigurationError, match=r"costs\[0\]\.cost_column: expected an SQL identifier"):
+        PgRoutingSource.from_config(read_source(tmp_path / "bad.source"))

@@ -1,23 +1,28 @@
 """The administrator: its admin API first, then the managed services; global health.
 
-A managed service is reached only through :class:`ServiceHandle` (start, stop, health,
-projection, describe), so that a handle running the service in a child process can replace
-:class:`InProcessService` without touching the administrator or the admin API.
+A managed service is reached only through :class:`ServiceHandle` (start, stop, restart, health,
+projection, publication calls, describe): :class:`InProcessService` runs it in this process,
+:class:`~roadkit.children.ChildProcessService` in worker processes; the admin API never knows which.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from roadkit.app import create_app
 from roadkit.auth.admin import Authenticator
+from roadkit.children import ChildProcessService
 from roadkit.config import ManagedService, ServerConfig, load_server, load_service
 from roadkit.config.files import read_document
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
+from roadkit.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns
+from roadkit.listen import ListeningSockets, SocketServer
 from roadkit.plugins import Plugins
 from roadkit.servers import Server
 from roadkit.service import Service
@@ -25,26 +30,29 @@ from roadkit.service import Service
 log = logging.getLogger(__name__)
 
 
-#: How long a replaced server answers with ``Connection: close`` before it stops (same-process reload).
-DRAIN_SECONDS = 0.5
-
-
 class ServiceHandle(Protocol):
-    """How the administrator drives a managed service, wherever it runs."""
+    """How the administrator drives a managed service, wherever it runs.
+
+    ``restart`` and ``reload`` re-read the service file and replace the running service without
+    refusing a request; calls made while a start or restart runs are merged into one next run.
+    The publication calls (issue 9b) load one source or resource from its file on disk (or drop it).
+    """
 
     id: str
     managed: ManagedService
+    lifecycle: Lifecycle
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
+    async def restart(self) -> None: ...
+    async def reload(self) -> None: ...
     async def health(self) -> dict[str, Any]: ...
     async def projection(self, pid: str) -> dict[str, str]: ...
-    def describe(self) -> dict[str, Any]: ...
-    async def reload(self) -> None: ...
     async def publish_source(self, sid: str) -> None: ...
     async def remove_source(self, sid: str) -> None: ...
     async def publish_resource(self, rid: str) -> None: ...
     async def remove_resource(self, rid: str) -> None: ...
+    def describe(self) -> dict[str, Any]: ...
 
 
 class InProcessService:
@@ -56,155 +64,152 @@ class InProcessService:
         self.cors = cors
         self.plugins = plugins
         self.access_log = access_log
-        self.lifecycle = "init"
+        self.lifecycle = Lifecycle.INIT
         self.error = ""
         self.service: Service | None = None
-        self.server: Server | None = None
-        # Start, stop, reload and publication one at a time: a file published during a start is
-        # applied once the start has read the folders, never lost between the two.
-        self._lock = asyncio.Lock()
+        self.loading: Service | None = None
+        self.server: SocketServer | None = None
+        self.sockets = ListeningSockets()
+        self.starts = 0
+        self._runs = MergedRuns(self._restart)
 
     async def start(self) -> None:
-        """Load, connect the sources, then open the listeners. Failures are kept for health."""
-        async with self._lock:
-            await self._start()
+        """Load, connect the sources, then accept on the listeners. Failures are kept for health."""
+        async with self._runs.lock:
+            self.lifecycle = Lifecycle.STARTING
+            await self._bring_up()
 
-    async def _start(self) -> None:
-        self.lifecycle, self.error = "starting", ""
-        try:
-            config = load_service(self.managed.configuration, cors=self.cors)
-            self.service = Service(config, self.plugins, id=self.id)
-            await asyncio.wait_for(self.service.start(), self.managed.startup_timeout)
-            app = create_app(self.service, manage_lifecycle=False)
-            self.server = Server(app, config.listeners, access_log=self.access_log)
-            await self.server.start()
-        except Exception as exc:
-            self.lifecycle = "failed"
-            self.error = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
-            log.error("service %s failed to start:\n%s", self.id, self.error)
-            await self._close()
-            return
-        self.lifecycle = "ready"
-        log.info("service %s listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
-
-    async def _close(self) -> None:
-        if self.server is not None:
-            await self.server.stop()
-            self.server = None
-        if self.service is not None:
-            await self.service.stop()
-
-    async def stop(self) -> None:
-        """Close the listeners, then disconnect the sources."""
-        async with self._lock:
-            await self._close()
-            self.lifecycle = "stopped"
-            log.info("service %s stopped", self.id)
+    async def restart(self) -> None:
+        """Re-read the service file; the running service answers until the new one is ready."""
+        if self.lifecycle in (Lifecycle.STOPPING, Lifecycle.STOPPED):
+            raise RoadkitError(f"Service {self.id} is stopped", code="start_failed", status=503)
+        await self._runs()
 
     async def reload(self) -> None:
-        """Apply a changed service file: the new service is loaded and connected while the old one
-        still serves, then the listeners move over. When the new one can't start, the old one keeps
-        serving and the error is raised."""
-        async with self._lock:
-            if self.service is None or self.lifecycle != "ready":
-                await self._close()
-                await self._start()
-                return
-            try:
-                config = load_service(self.managed.configuration, cors=self.cors)
-                service = Service(config, self.plugins, id=self.id)
-                await asyncio.wait_for(service.start(), self.managed.startup_timeout)
-            except Exception as exc:
-                reason = exc.message if isinstance(exc, RoadkitError) else f"{type(exc).__name__}: {exc}"
+        """The service file re-read and applied without downtime (a merged restart)."""
+        await self.restart()
+
+    async def _restart(self) -> None:
+        serving = self.service is not None
+        if not await self._bring_up():
+            if serving:
                 raise RoadkitError(
-                    f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {reason}",
+                    f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {self.error}",
                     code="reload_failed",
                     status=503,
-                ) from None
-            old_service, old_server = self.service, self.server
-            # The new server accepts on the old server's very sockets (where the addresses stay), then
-            # the old one stops accepting and finishes its requests: no moment without a listener.
-            handed = old_server.hand_over() if old_server is not None else {}
-            wanted = {listener.bind for listener in config.listeners}
-            server = Server(
-                create_app(service, manage_lifecycle=False),
-                config.listeners,
+                )
+            raise RoadkitError(f"Service {self.id} could not start: {self.error}", code="start_failed", status=503)
+
+    async def _bring_up(self) -> bool:
+        """A new Service on the listeners, then the old one drained and disconnected; False on failure."""
+        self.starts += 1
+        if self.service is not None:
+            self.lifecycle = Lifecycle.RESTARTING
+        try:
+            config = load_service(self.managed.configuration, cors=self.cors)
+            self.loading = Service(config, self.plugins, id=self.id)
+            await asyncio.wait_for(self.loading.start(), self.managed.startup_timeout)
+            stale = self.sockets.update(config.listeners)
+            app = create_app(self.loading, manage_lifecycle=False)
+            server = SocketServer(
+                app,
+                [(listener, self.sockets.sockets[listener.bind]) for listener in config.listeners],
                 access_log=self.access_log,
-                sockets={bind: sock for bind, sock in handed.items() if bind in wanted},
+                graceful_timeout=self.managed.stop_timeout,
             )
-            try:
-                await server.start()
-            except Exception as exc:
-                for bind in handed:
-                    server.sockets.pop(bind, None)
-                await server.stop()
-                await service.stop()
-                if old_server is not None:
-                    old_server.sockets.update(handed)
-                raise RoadkitError(
-                    f"Service {self.id} can't listen with its new configuration; "
-                    f"the previous one keeps serving: {type(exc).__name__}: {exc}",
-                    code="reload_failed",
-                    status=503,
-                ) from None
-            self.service, self.server = service, server
-            if old_server is not None:
-                await old_server.drain(DRAIN_SECONDS)  # keep-alive clients move over, requests in flight finish
-            for bind, sock in handed.items():
-                if bind not in wanted:
-                    sock.close()
+            await server.start()
+        except Exception as exc:
+            self.error = exc.message if isinstance(exc, RoadkitError) else (str(exc) or type(exc).__name__)
+            if isinstance(exc, TimeoutError):
+                self.error = f"not ready after {self.managed.startup_timeout:g} s (startup_timeout)"
+            log.error("service %s failed to start:\n%s", self.id, self.error)
+            if self.loading is not None:
+                await self.loading.stop(final_state="failed")
+            self.loading = None
+            self.lifecycle = Lifecycle.READY if self.service is not None else Lifecycle.FAILED
+            return False
+        old_server, old_service = self.server, self.service
+        self.service, self.server, self.loading = self.loading, server, None
+        self.lifecycle, self.error = Lifecycle.READY, ""
+        log.info("service %s listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
+        if old_server is not None:
+            await old_server.stop()
+        if old_service is not None:
             await old_service.stop()
-            log.info("service %s reloaded, listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
+        for sock in stale:
+            sock.close()
+        return True
 
-    def _running(self) -> Service | None:
-        return self.service if self.lifecycle == "ready" else None
-
-    async def publish_source(self, sid: str) -> None:
-        """Apply the (new or changed) file of source ``sid``; a stopped service reads it when it starts."""
-        async with self._lock:
-            if (service := self._running()) is not None:
-                await service.publish_source(sid)
-
-    async def remove_source(self, sid: str) -> None:
-        """Take source ``sid`` out of the running service."""
-        async with self._lock:
-            if (service := self._running()) is not None:
-                await service.remove_source(sid)
-
-    async def publish_resource(self, rid: str) -> None:
-        """Apply the (new or changed) file of resource ``rid``."""
-        async with self._lock:
-            if (service := self._running()) is not None:
-                await service.publish_resource(rid)
-
-    async def remove_resource(self, rid: str) -> None:
-        """Stop serving resource ``rid``."""
-        async with self._lock:
-            if (service := self._running()) is not None:
-                await service.remove_resource(rid)
+    async def stop(self) -> None:
+        """Stop accepting and drain, then disconnect the sources and close the listeners."""
+        self.lifecycle = Lifecycle.STOPPING
+        async with self._runs.lock:
+            if self.server is not None:
+                await self.server.stop()
+                self.server = None
+            if self.service is not None:
+                await self.service.stop()
+            self.sockets.close()
+            self.lifecycle = Lifecycle.STOPPED
+        log.info("service %s stopped", self.id)
 
     async def health(self) -> dict[str, Any]:
-        if self.service is None or self.lifecycle != "ready":
-            entry: dict[str, Any] = {"id": self.id, "state": "red" if self.lifecycle == "failed" else "init", "lifecycle": self.lifecycle}
-            if self.service is not None:
-                entry["sources"] = self.service.health()["sources"]
+        static = STATIC_HEALTH.get(self.lifecycle)
+        if static is not None or self.service is None:
+            entry: dict[str, Any] = {"id": self.id, "state": str(static or HealthState.INIT), "lifecycle": str(self.lifecycle)}
+            shown = self.loading or self.service
+            if shown is not None:
+                entry["sources"] = shown.health()["sources"]
             if self.error:
                 entry["reason"] = self.error
             return entry
-        return self.service.health()
+        return {**self.service.health(), "lifecycle": str(self.lifecycle)}
 
     async def projection(self, pid: str) -> dict[str, str]:
-        if self.service is None or self.lifecycle != "ready":
+        if self.service is None:
             raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
         return self.service.projection(pid)
+
+    # Publication (issue 9b) waits for a start or restart in progress: a file published meanwhile is
+    # applied once the folders were read, never lost between the two. A stopped service reads it when it starts.
+    async def publish_source(self, sid: str) -> None:
+        """Apply the (new or changed) file of source ``sid``."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.publish_source(sid)
+
+    async def remove_source(self, sid: str) -> None:
+        """Take source ``sid`` out of the running service."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.remove_source(sid)
+
+    async def publish_resource(self, rid: str) -> None:
+        """Apply the (new or changed) file of resource ``rid``."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.publish_resource(rid)
+
+    async def remove_resource(self, rid: str) -> None:
+        """Stop serving resource ``rid``."""
+        async with self._runs.lock:
+            if self.service is not None:
+                await self.service.remove_resource(rid)
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "id": self.id,
             "mode": self.managed.mode,
+            "workers": 1,
             "configurationFile": str(self.managed.configuration),
-            "lifecycle": self.lifecycle,
+            "lifecycle": str(self.lifecycle),
+            "processes": [{"worker": 0, "pid": os.getpid(), "state": "ready" if self.service is not None else str(self.lifecycle)}],
+            "starts": self.starts,
+            "processStarts": 0,
+            "lastExit": None,
         }
+        if self.error:
+            entry["reason"] = self.error
         try:
             entry["configuration"] = read_document(self.managed.configuration)
         except ConfigurationError as exc:
@@ -212,12 +217,28 @@ class InProcessService:
         return entry
 
 
+def make_handle(managed: ManagedService, config: ServerConfig, plugins: Plugins, *, log_level: str | None = None) -> ServiceHandle:
+    """The handle for a managed service's mode."""
+    admin = config.administrator
+    if managed.mode == "same-process":
+        return InProcessService(managed, admin.cors, plugins, access_log=admin.logging.access_log)
+    return ChildProcessService(
+        managed,
+        admin.cors,
+        plugins,
+        access_log=admin.logging.access_log,
+        log_level=log_level or admin.logging.level,
+        log_file=admin.logging.file,
+    )
+
+
 class Administrator:
     """Starts the admin API, then every managed service; answers health for all of them."""
 
-    def __init__(self, config: ServerConfig, plugins: Plugins | None = None) -> None:
+    def __init__(self, config: ServerConfig, plugins: Plugins | None = None, *, log_level: str | None = None) -> None:
         self.config = config
         self.plugins = plugins or Plugins.create()
+        self.log_level = log_level
         self.handles: dict[str, ServiceHandle] = {}
         for managed in config.services:
             self.handles[managed.id] = self.new_handle(managed)
@@ -228,13 +249,7 @@ class Administrator:
 
     def new_handle(self, managed: ManagedService) -> ServiceHandle:
         """The handle that runs ``managed`` (the one place that picks where a service runs)."""
-        if managed.mode != "same-process":
-            raise ConfigurationError(
-                [f'{self.config.path}: services: mode {managed.mode!r} of service {managed.id!r} is not available yet; use "same-process"']
-            )
-        return InProcessService(
-            managed, self.config.administrator.cors, self.plugins, access_log=self.config.administrator.logging.access_log
-        )
+        return make_handle(managed, self.config, self.plugins, log_level=self.log_level)
 
     def handle(self, sid: str) -> ServiceHandle:
         """The handle of a managed service (404 when unknown)."""
@@ -245,7 +260,7 @@ class Administrator:
 
     async def health(self) -> dict[str, Any]:
         """Global state: green only when every service is green; red when any is red or starting."""
-        services = [await handle.health() for handle in list(self.handles.values())]
+        services = list(await asyncio.gather(*(handle.health() for handle in list(self.handles.values()))))
         states = {s["state"] for s in services}
         if states <= {"green"}:
             state = "green"
@@ -256,23 +271,30 @@ class Administrator:
         return {"state": state, "administrator": {"state": "green"}, "services": services}
 
     async def start(self) -> None:
-        """The admin listener first (ready before any service), then the services one by one."""
-        from roadkit.apis.admin import create_admin_app
-
-        # The services of the server file, taken before the admin API answers: a service it creates
+        """The admin listener first (ready before any service), then the services."""
+        # The services of the server file, taken before the admin API answers: one it creates
         # meanwhile is started by its create request, never a second time here.
         configured = list(self.handles.values())
+        await self.start_admin_api()
+        await self.start_services(configured)
+
+    async def start_admin_api(self) -> None:
+        """Serve the admin API (it answers while the services load)."""
+        from roadkit.apis.admin import create_admin_app
+
         self.server = Server(create_admin_app(self), [self.config.administrator.listener])
         await self.server.start()
         log.info("admin API listening on %s", self.config.administrator.listener.bind)
-        for handle in configured:  # the admin API may delete services meanwhile
-            if self.handles.get(handle.id) is handle:
-                await handle.start()
+
+    async def start_services(self, handles: Sequence[ServiceHandle] | None = None) -> None:
+        """Start ``handles`` (default: every managed service) side by side (each in its own processes or tasks)."""
+        pending = list(self.handles.values()) if handles is None else list(handles)
+        # The admin API may delete services meanwhile: only those still managed start here.
+        await asyncio.gather(*(handle.start() for handle in pending if self.handles.get(handle.id) is handle))
 
     async def stop(self) -> None:
         """Stop the services, then the admin listener."""
-        for handle in list(self.handles.values()):
-            await handle.stop()
+        await asyncio.gather(*(handle.stop() for handle in list(self.handles.values())))
         if self.server is not None:
             await self.server.stop()
         await self.authenticator.close()
@@ -293,7 +315,7 @@ def run_administrator(path: Path, *, log_level: str | None = None) -> int:
     _configure_logging(config, log_level)
 
     async def main() -> None:
-        admin = Administrator(config)
+        admin = Administrator(config, log_level=log_level)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -11,6 +11,7 @@ import cattrs
 from cattrs import transform_error
 from cattrs.errors import ForbiddenExtraKeysError
 
+from roadkit.config.models import Workers
 from roadkit.errors import ConfigurationError
 
 _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true or false)"}
@@ -35,7 +36,14 @@ def _strict_converter() -> cattrs.Converter:
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
     converter.register_structure_hook(Path, lambda v, _: Path(_strict(str)(v, str)))
+    converter.register_structure_hook(Workers, _workers)
     return converter
+
+
+def _workers(value: Any, _: Any) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value  # type: ignore[no-any-return]
+    raise TypeError('expected a positive integer or "auto"')
 
 
 def make_converter() -> cattrs.Converter:

@@ -104,6 +104,16 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
         except ConfigurationError as exc:
             problems.extend(exc.problems)
             continue
+        if service.mode == "same-process" and service.workers != 1:
+            problems.append(f'{path}: services[{i}].workers: several workers need mode = "child-process" (got mode = "same-process")')
+        for key in ("startup_timeout", "stop_timeout"):
+            if getattr(service, key) <= 0:
+                problems.append(f"{path}: services[{i}].{key}: expected a positive number of seconds, got {getattr(service, key)!r}")
+        backoff = service.backoff
+        if backoff.initial <= 0 or backoff.factor < 1 or backoff.max < backoff.initial or backoff.reset_after < 0:
+            problems.append(
+                f"{path}: services[{i}].backoff: expected 0 < initial <= max, factor >= 1 and reset_after >= 0, got {attrs.asdict(backoff)}"
+            )
         if service.id in seen:
             problems.append(f"{path}: services[{i}].id: service id {service.id!r} is already used by services[{seen[service.id]}]")
         seen.setdefault(service.id, i)

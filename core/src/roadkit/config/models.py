@@ -38,13 +38,43 @@ class LoggingConfig:
 
 
 @attrs.frozen
+class Backoff:
+    """Capped exponential back-off of automatic restarts (``[services.backoff]`` in the server file).
+
+    The n-th restart in a row waits ``initial * factor**(n-1)`` seconds, at most ``max``; the count
+    starts again once a restarted worker has stayed up ``reset_after`` seconds.
+    """
+
+    initial: float = 0.5
+    factor: float = 2.0
+    max: float = 30.0
+    reset_after: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        """The wait before restart number ``attempt`` (1 = the first after a crash)."""
+        return float(min(self.max, self.initial * self.factor ** max(0, attempt - 1)))
+
+
+#: ``workers``: a number of processes, or ``"auto"`` (one per usable core).
+Workers = int | Literal["auto"]
+
+
+@attrs.frozen
 class ManagedService:
-    """A service the administrator runs: its id, its service file and how it runs."""
+    """A service the administrator runs: its id, its service file and how it runs.
+
+    ``child-process`` (recommended) runs ``workers`` processes that share the listeners;
+    ``same-process`` runs the service in the administrator's event loop (one worker).
+    ``stop_timeout`` bounds a worker's drain (requests in flight) when it stops.
+    """
 
     id: str
     configuration: Path
     mode: Literal["child-process", "same-process"] = "child-process"
+    workers: Workers = 1
     startup_timeout: float = 120.0
+    stop_timeout: float = 10.0
+    backoff: Backoff = Backoff()
 
 
 @attrs.frozen

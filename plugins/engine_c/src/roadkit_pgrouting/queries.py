@@ -81,10 +81,11 @@ CROSS JOIN LATERAL (
 ) e ORDER BY q.i"""
 
 
-def _box(points: list[Coord], margin: float) -> tuple[float, float, float, float]:
+def _box(points: list[Coord], margin: float, scale: float = 1.0) -> tuple[float, float, float, float]:
+    """The points' box padded by a quarter of its size (at least ``margin`` degrees), times ``scale``."""
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     span = max(max(xs) - min(xs), max(ys) - min(ys))
-    pad = max(margin, span * 0.25)
+    pad = max(margin, span * 0.25) * scale
     return (min(xs) - pad, min(ys) - pad, max(xs) + pad, max(ys) + pad)
 
 
@@ -205,7 +206,6 @@ async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) ->
     search = source.options.search
     usable = _usable(cost.cost_column, cost.reverse_cost_column)
     attempts = search.attempts + 1
-    margin = search.margin
     length = sum(_meters(a, b) for a, b in zip(request.points, request.points[1:], strict=False))
     wide = length >= search.importance_from
     rows: list[Any] = []
@@ -217,14 +217,13 @@ async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) ->
             snapped = await _snap(source, binder, conn, request.points, usable, filters, names)
             located = [(r["x"], r["y"]) for r in snapped]
             # The last try searches the whole graph.
-            box = _box(located, margin) if attempt < attempts else (-180.0, -90.0, 180.0, 90.0)
+            box = _box(located, search.margin, search.widen**attempt) if attempt < attempts else (-180.0, -90.0, 180.0, 90.0)
             sql = _route_sql(source, request, cost, binder, names, box, snapped, wide)
             statement, values = binder.settings()
             await conn.execute(statement, *values)
             rows = list(await conn.fetch(sql))
         if rows or _same_place(snapped):
             break
-        margin *= search.widen
     if not rows and not _same_place(snapped):
         raise NoPathFound()
     return _route_response(request, snapped, rows, source)

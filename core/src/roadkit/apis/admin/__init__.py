@@ -73,6 +73,12 @@ def create_admin_app(admin: Administrator) -> Starlette:
     async def service(request: Request) -> Response:
         return JSONResponse(admin.handle(service_id(request)).describe())
 
+    async def restart(request: Request) -> Response:
+        # Road2's verb is GET. Calls made during a start or restart are merged into one next restart.
+        handle = admin.handle(service_id(request))
+        await handle.restart()
+        return JSONResponse(handle.describe())
+
     async def projection(request: Request) -> Response:
         handle = admin.handle(service_id(request))
         pid = request.path_params["projection"].strip()
@@ -95,6 +101,7 @@ def create_admin_app(admin: Administrator) -> Starlette:
         Route("/configuration", guarded(configuration), methods=["GET"]),
         Route("/services", guarded(services), methods=["GET"]),
         Route("/services/{service}", guarded(service), methods=["GET"]),
+        Route("/services/{service}/restart", guarded(restart), methods=["GET"]),
         Route("/services/{service}/projections/{projection:path}", guarded(projection), methods=["GET"]),
         *publication_routes(admin, guarded, service_id),
         *management_routes(admin, guarded, service_id),

@@ -6,6 +6,7 @@ from typing import Any
 
 from roadkit import __version__
 from roadkit.apis.admin.openapi_writes import SECURITY_SCHEMES, write_paths, write_schemas
+from roadkit.lifecycle import HealthState, Lifecycle
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -56,6 +57,18 @@ def admin_openapi(base: str) -> dict[str, Any]:
                 {"200": _ok("Service", service_ref), "404": {"description": "Unknown service", **_ERROR}},
                 [_SERVICE],
             ),
+            "/services/{service}/restart": _get(
+                "restart",
+                "Restart a service with its service file as it is now (Road2's GET verb). The running workers answer until the new "
+                "ones are ready, then finish their requests and disconnect their sources: no request is refused. Calls made while a "
+                "start or restart is in progress are queued and merged into one restart.",
+                {
+                    "200": _ok("The service, restarted", service_ref),
+                    "404": {"description": "Unknown service", **_ERROR},
+                    "503": {"description": "The new configuration did not start (the running service, if any, goes on)", **_ERROR},
+                },
+                [_SERVICE],
+            ),
             "/services/{service}/projections/{projection}": _get(
                 "projection",
                 "A projection of a service and its parameters.",
@@ -76,7 +89,7 @@ def admin_openapi(base: str) -> dict[str, Any]:
                     },
                 },
                 "Version": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
-                "State": {"type": "string", "enum": ["green", "orange", "red", "init", "unknown"]},
+                "State": {"type": "string", "enum": [str(state) for state in HealthState]},
                 "Health": {
                     "type": "object",
                     "required": ["state", "services"],
@@ -90,7 +103,7 @@ def admin_openapi(base: str) -> dict[str, Any]:
                                 "properties": {
                                     "id": {"type": "string"},
                                     "state": {"$ref": "#/components/schemas/State"},
-                                    "lifecycle": {"type": "string"},
+                                    "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
                                     "reason": {"type": "string"},
                                     "sources": {
                                         "type": "array",
@@ -109,14 +122,48 @@ def admin_openapi(base: str) -> dict[str, Any]:
                         },
                     },
                 },
+                "Lifecycle": {"type": "string", "enum": [str(state) for state in Lifecycle]},
                 "Service": {
                     "type": "object",
                     "properties": {
                         "id": {"type": "string"},
                         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
+                        "workers": {"type": "integer", "minimum": 1, "description": 'Worker processes ("auto" resolved to the cores).'},
                         "configurationFile": {"type": "string"},
-                        "lifecycle": {"type": "string"},
+                        "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
+                        "processes": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "worker": {"type": "integer"},
+                                    "pid": {"type": ["integer", "null"]},
+                                    "state": {
+                                        "type": "string",
+                                        "enum": sorted({"starting", "ready", "stopping", "exited", *map(str, Lifecycle)}),
+                                    },
+                                },
+                            },
+                        },
+                        "starts": {"type": "integer", "description": "Starts of the service: the first, restarts and automatic restarts."},
+                        "processStarts": {"type": "integer", "description": "Worker processes started (0 in same-process mode)."},
+                        "lastExit": {
+                            "type": ["object", "null"],
+                            "description": (
+                                "How the last worker process ended: its exit code or the signal's name; expected is false for a crash."
+                            ),
+                            "properties": {
+                                "worker": {"type": "integer"},
+                                "pid": {"type": "integer"},
+                                "code": {"type": "integer"},
+                                "signal": {"type": "string", "examples": ["SIGKILL"]},
+                                "expected": {"type": "boolean"},
+                                "at": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                        "reason": {"type": "string", "description": "Why the last start failed or a worker is missing."},
                         "configuration": {"type": "object"},
+                        "configurationError": {"type": "array", "items": {"type": "string"}},
                     },
                 },
                 "Projection": {

@@ -1,0 +1,193 @@
+"""Listening sockets held across restarts, and an HTTP server on such sockets that drains on stop.
+
+The handle of a managed service binds its listeners once (:class:`ListeningSockets`) and keeps
+them while its workers come and go: every worker, in this process or in a child process, accepts
+on the same kernel socket (one accept queue), so a restart starts the new workers on the socket
+the old ones still serve, and a connection waiting in the queue is taken by whoever accepts next.
+
+:class:`SocketServer` serves an ASGI app on such sockets with hypercorn's HTTP machinery. Its stop
+is a drain: stop accepting, answer for a moment with ``Connection: close`` (connections accepted
+just before send their request, keep-alive clients move to the new workers), then close idle
+connections and finish the requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import os
+import socket
+import ssl
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from hypercorn.asyncio.lifespan import Lifespan
+from hypercorn.asyncio.tcp_server import TCPServer
+from hypercorn.asyncio.worker_context import WorkerContext
+from hypercorn.config import Config
+from hypercorn.utils import wrap_app
+from starlette.types import ASGIApp
+
+from roadkit.config.models import Listener
+from roadkit.servers import Draining
+
+log = logging.getLogger(__name__)
+
+BACKLOG = 1024
+
+
+def bind_listener(listener: Listener) -> socket.socket:
+    """A listening socket for ``listener``; an OSError naming the address when it is taken."""
+    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((listener.host, listener.port))
+        sock.listen(BACKLOG)
+        sock.setblocking(False)  # the file's mode, shared by every copy in every worker: never blocking
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _nonblocking_copy(sock: socket.socket) -> socket.socket:
+    copy = socket.socket(sock.family, sock.type, sock.proto, fileno=os.dup(sock.fileno()))
+    copy.setblocking(False)
+    return copy
+
+
+class ListeningSockets:
+    """The bound sockets of a service's listeners, by address; kept until the service stops."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[str, socket.socket] = {}
+
+    def update(self, listeners: Iterable[Listener]) -> list[socket.socket]:
+        """Bind the listeners not bound yet (all or nothing); return the sockets no longer listed.
+
+        The caller closes the returned sockets once the workers that used them have stopped.
+        """
+        wanted = {listener.bind: listener for listener in listeners}
+        new: dict[str, socket.socket] = {}
+        try:
+            for bind, listener in wanted.items():
+                if bind not in self.sockets:
+                    new[bind] = bind_listener(listener)
+        except OSError:
+            for sock in new.values():
+                sock.close()
+            raise
+        self.sockets.update(new)
+        return [self.sockets.pop(bind) for bind in list(self.sockets) if bind not in wanted]
+
+    def fds(self) -> dict[str, int]:
+        """``{"127.0.0.1:8080": fd}``: what a worker process inherits."""
+        return {bind: sock.fileno() for bind, sock in self.sockets.items()}
+
+    def close(self) -> None:
+        """Close every socket (workers must be gone: the port is free afterwards)."""
+        for sock in self.sockets.values():
+            sock.close()
+        self.sockets.clear()
+
+
+def server_config(listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0) -> Config:
+    """The hypercorn settings of a service's HTTP server (certificates are per listener, see SocketServer)."""
+    from roadkit.serving_helpers import ACCESS_LOG_FORMAT
+
+    config = Config()
+    config.accesslog = logging.getLogger("roadkit.access") if access_log else None
+    config.access_log_format = ACCESS_LOG_FORMAT
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.graceful_timeout = graceful_timeout
+    config.keep_alive_timeout = 75.0
+    config.backlog = BACKLOG
+    return config
+
+
+class SocketServer:
+    """An ASGI app served on already listening sockets (``(listener, socket)`` pairs, sockets dup'ed)."""
+
+    #: How long a stopping server answers with ``Connection: close`` before it closes idle connections.
+    drain_grace = 0.5
+
+    def __init__(
+        self, app: ASGIApp, bound: Sequence[tuple[Listener, socket.socket]], *, access_log: bool = False, graceful_timeout: float = 10.0
+    ) -> None:
+        self.listeners = [listener for listener, _ in bound]
+        self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout)
+        self.draining = Draining(app)
+        self.app = wrap_app(self.draining, self.config.wsgi_max_body_size, None)  # type: ignore[arg-type]
+        # Each server gets its own descriptors: closing them on stop leaves the shared socket open.
+        # Not sock.dup(): it sets the copy's blocking mode, which is the shared file's, and a blocking
+        # accept in a server still running (here or in another worker process) freezes its loop.
+        self._bound = [(listener, _nonblocking_copy(sock)) for listener, sock in bound]
+        self._servers: list[asyncio.Server] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._context = WorkerContext(None)
+        self._state: dict[str, Any] = {}
+        self._lifespan: Lifespan | None = None
+        self._lifespan_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Run the app's start-up, then accept on every socket."""
+        loop = asyncio.get_running_loop()
+        self._lifespan = Lifespan(self.app, self.config, loop, self._state)  # type: ignore[arg-type]
+        self._lifespan_task = loop.create_task(self._lifespan.handle_lifespan())
+        await self._lifespan.wait_for_startup()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            await TCPServer(self.app, loop, self.config, self._context, self._state, reader, writer)  # type: ignore[arg-type]
+
+        for listener, sock in self._bound:
+            self._servers.append(
+                await asyncio.start_server(
+                    connection,
+                    sock=sock,
+                    backlog=BACKLOG,
+                    ssl=self._ssl_context(listener),
+                    ssl_handshake_timeout=self.config.ssl_handshake_timeout if listener.https else None,
+                )
+            )
+
+    def _ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
+        """Each HTTPS listener presents its own certificate (hypercorn's settings, that file)."""
+        if not listener.https:
+            return None
+        config = copy.copy(self.config)
+        config.certfile, config.keyfile = str(listener.certfile), str(listener.keyfile)
+        return config.create_ssl_context()
+
+    async def stop(self) -> None:
+        """Stop accepting, let just-accepted connections send their request, finish what is in flight."""
+        for server in self._servers:
+            server.close()
+        # Connections accepted just before get to send their request, and keep-alive clients are told
+        # (Connection: close) to open their next connection elsewhere, before idle connections close.
+        self.draining.draining = True
+        if self._servers:
+            await asyncio.sleep(self.drain_grace)
+        await self._context.terminated.set()
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=self.config.graceful_timeout)
+            for task in pending:
+                task.cancel()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 1.0)
+        self._servers.clear()
+        if self._lifespan is not None and self._lifespan_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._lifespan.wait_for_shutdown(), 5.0)
+            self._lifespan_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._lifespan_task
+            self._lifespan = None
