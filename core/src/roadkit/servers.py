@@ -160,8 +160,8 @@ class Server:
                         sock.close()
                         for fd in duplicates:
                             os.close(fd)
-                        for bind in created:
-                            self.sockets.pop(bind).close()
+                        for address in created:
+                            self.sockets.pop(address).close()
                         raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
                     self.sockets[listener.bind] = sock
                     created.append(listener.bind)
