@@ -108,6 +108,8 @@ public_url = "http://127.0.0.1:{app_port}"
         for proc in (client, iam):
             proc.terminate()
             proc.wait(10)
+            if proc.stderr is not None:  # unclosed, the pipe is a ResourceWarning (an error in the tests)
+                proc.stderr.close()
 
 
 def test_cli_reports_config_errors(tmp_path: Path) -> None:
