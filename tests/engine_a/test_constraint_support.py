@@ -11,9 +11,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from roadkit.config import load_service
-from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
 from roadkit.service import Service
+from tests.service_support import start_problems
 
 ROUTE = "/simple/1.0.0/route"
 BASE = {"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}
@@ -101,25 +101,14 @@ def test_prefer_and_avoid_on_an_osrm_resource_are_refused_in_the_configuration(o
     resource.write_text(
         resource.read_text().replace('availableConstraintType = ["banned"]', 'availableConstraintType = ["banned", "avoid"]')
     )
-    service = Service(load_service(example / "service.toml"), Plugins.create())
-
-    async def start() -> None:
-        try:
-            await service.start()
-        finally:
-            await service.stop()
-
-    import asyncio
-
-    with pytest.raises(ConfigurationError) as caught:
-        asyncio.run(start())
+    problems = start_problems(example / "service.toml")
     assert any(
         p.startswith(
             f"{resource}: operations.route.constraints.keys[key=waytype].availableConstraintType: 'avoid' is not applied by source"
         )
         and "OSRM can only exclude" in p
-        for p in caught.value.problems
-    ), caught.value.problems
+        for p in problems
+    ), problems
 
 
 def test_an_osrm_dataset_missing_at_start_joins_its_resource_when_it_appears(osrm_example: Path, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from collections.abc import Iterator
@@ -12,12 +11,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.config import load_service
-from roadkit.errors import ConfigurationError
-from roadkit.plugins import Plugins
-from roadkit.service import Service
 from roadkit_valhalla.preferences import preference_value
 from tests.engine_b.conftest import client_of
+from tests.service_support import start_problems
 
 ROUTE = "/simple/1.0.0/route"
 # Starts on the A8 motorway (La Provençale) above Monaco: the fastest way stays on it.
@@ -132,17 +128,8 @@ def test_a_preference_valhalla_has_no_weight_for_is_refused_in_the_configuration
     resource.write_text(
         resource.read_text().replace('{ value = "peage", field = "exclude_tolls" }', '{ value = "tunnel", field = "exclude_tunnels" }')
     )
-    service = Service(load_service(example / "service.toml"), Plugins.create())
-
-    async def start() -> None:
-        try:
-            await service.start()
-        finally:
-            await service.stop()
-
-    with pytest.raises(ConfigurationError) as caught:
-        asyncio.run(start())
-    assert caught.value.problems == [
+    problems = start_problems(example / "service.toml")
+    assert problems == [
         f"{resource}: operations.route.constraints.keys[key=roads].availableConstraintType: 'prefer' is not applied by source "
         "'monaco-valhalla' (valhalla): Valhalla weighs only exclude_ferries, exclude_highways, exclude_tolls or a use_* costing option; "
         "field 'exclude_tunnels' has no preference weight (allow only banned for it)",

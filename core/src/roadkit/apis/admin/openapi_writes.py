@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from roadkit.publication import ID_REGEX
+
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
 _AUTH = {
@@ -26,7 +28,7 @@ def _id(name: str, what: str) -> dict[str, Any]:
         "name": name,
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
+        "schema": {"type": "string", "pattern": ID_REGEX},
         "description": f"A {what} id (also its file name).",
     }
 
@@ -119,8 +121,8 @@ def write_paths() -> dict[str, Any]:
                 "put": {
                     "operationId": "modifyService",
                     "summary": (
-                        "Replace a service's configuration: checked, written atomically, then the service reloads "
-                        "(the old one serves until the new one is ready)."
+                        "Replace a service's configuration: checked, written atomically, then "
+                        "the service reloads (the old one serves until the new one is ready)."
                     ),
                     "parameters": [_SERVICE],
                     "requestBody": {"required": True, **_json(request)},
@@ -131,8 +133,8 @@ def write_paths() -> dict[str, Any]:
                         "404": {"description": "Unknown service", **_ERROR},
                         "503": {
                             "description": (
-                                "The service can't start with the new configuration (the previous one keeps serving "
-                                "and the files are unchanged), or a file could not be written"
+                                "The service can't start with the new configuration (the previous one "
+                                "keeps serving and the files are unchanged), or a file could not be written"
                             ),
                             **_ERROR,
                         },
@@ -175,11 +177,7 @@ def write_schemas() -> dict[str, Any]:
             "required": ["configuration"],
             "additionalProperties": False,
             "properties": {
-                "id": {
-                    "type": "string",
-                    "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$",
-                    "description": "Required to create; must match the URL to change.",
-                },
+                "id": {"type": "string", "pattern": ID_REGEX, "description": "Required to create; must match the URL to change."},
                 "mode": {"type": "string", "enum": ["same-process", "child-process"]},
                 "workers": {"description": 'Number of worker processes, or "auto".'},
                 "startup_timeout": {"type": "number"},
