@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from starlette.routing import Route
 
 from roadkit.administrator import Administrator
 from roadkit.apis.admin import create_admin_app
+from roadkit.auth.tokens import add_token
 from roadkit.cli import main as roadkit_main
 from roadkit.config import load_server
 from roadkit.errors import ConfigurationError
@@ -310,6 +312,22 @@ async def test_static_tokens_are_stored_as_salted_hashes(make_client: Any, tmp_p
     wrong = await client.delete("/services/nope", headers={"authorization": f"Bearer {token[:-1]}x"})
     assert wrong.status_code == 401 and "invalid_token" in wrong.headers["www-authenticate"]
     assert (await client.delete("/services/nope", headers={"authorization": f"Basic {token}"})).status_code == 401
+
+
+def test_a_tokens_file_is_never_readable_by_others_even_while_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    modes: list[int] = []
+    replace = os.replace
+
+    def spy(source: Any, target: Any) -> None:
+        modes.append(os.stat(source).st_mode & 0o777)  # the mode the file has from the instant it exists
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", spy)
+    add_token(tmp_path / "admin-tokens", "first")  # a new file
+    (tmp_path / "admin-tokens").chmod(0o644)
+    add_token(tmp_path / "admin-tokens", "second")  # an existing one someone opened up
+    assert modes == [0o600, 0o600]
+    assert (tmp_path / "admin-tokens").stat().st_mode & 0o777 == 0o600
 
 
 def test_a_malformed_tokens_file_is_a_clear_error(tmp_path: Path, plugins: Plugins) -> None:

@@ -222,6 +222,9 @@ async def test_a_changed_service_reloads_under_load_without_a_failed_request(adm
             assert response.status_code == 200, response.text
             assert response.json()["configuration"]["application"]["title"] == f"v{i}"
             await asyncio.sleep(0.2)
+        # The running service is the last configuration (a reload that changed nothing would also lose no request).
+        capabilities = await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/getcapabilities")
+        assert capabilities.json()["info"]["title"] == "v2", capabilities.json()["info"]
     stop.set()
     outcomes = [outcome for task in clients for outcome in await task]
     failed = [o for o in outcomes if o != 200]

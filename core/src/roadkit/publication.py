@@ -75,6 +75,10 @@ class ServiceFiles:
         """Every id defined by a readable file."""
         return [c.id for c in self._configs(kind)]
 
+    def documents(self, kind: Kind) -> list[dict[str, Any]]:
+        """Every document of that kind as stored (the folders are read once)."""
+        return [read_document(c.path) for c in self._configs(kind)]
+
     def document(self, kind: Kind, oid: str) -> dict[str, Any]:
         """The document of ``oid`` as stored (404 when no file defines it)."""
         path = self.find(kind, oid)
