@@ -32,9 +32,10 @@ def prepare(workdir: Path) -> Path:
     return dataset
 
 
-def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: int) -> Path:
-    (workdir / "sources").mkdir()
-    (workdir / "resources").mkdir()
+def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: int, workers: int | None = None) -> Path:
+    """The bench service: same-process (one core), or ``workers`` child processes."""
+    (workdir / "sources").mkdir(exist_ok=True)
+    (workdir / "resources").mkdir(exist_ok=True)
     (workdir / "sources" / "car.source").write_text(
         f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{dataset}"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
     )
@@ -48,7 +49,8 @@ def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: 
     server = workdir / "server.toml"
     server.write_text(
         f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        '[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "same-process"\n'
+        '[[services]]\nid = "main"\nconfiguration = "service.toml"\n'
+        + ('mode = "same-process"\n' if workers is None else f'mode = "child-process"\nworkers = {workers}\n')
     )
     return server
 
@@ -63,7 +65,14 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8], help="one run per value")
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument(
+        "--workers", type=int, nargs="+",
+        help="whole-machine runs instead: roadkit with N worker processes against osrm-routed --threads N, nothing pinned",
+    )
     args = parser.parse_args()
+    if args.workers:
+        whole_machine(args)
+        return
 
     pin_client()
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,6 +119,48 @@ def main() -> None:
             f"Monaco car routes with steps and full GeoJSON geometry, {concurrency} concurrent client(s), one core per server",
             engine[concurrency], ours[concurrency], min_ratio=0.5, max_extra_p50_ms=1.0,
         )
+
+
+def whole_machine(args: argparse.Namespace) -> None:
+    """roadkit with N workers (child processes sharing the listener) against osrm-routed with N threads."""
+    ok = lambda status, body: status == 200  # noqa: E731
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        dataset = prepare(workdir)
+        pairs = random_pairs(args.requests)
+        for workers in args.workers:
+            osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
+            routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+            routed = subprocess.Popen(
+                [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", str(workers), str(dataset)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            try:
+                wait_http(f"http://127.0.0.1:{osrm_port}/route/v1/driving/7.41337,43.72956;7.41983,43.73115")
+                urls = [f"http://127.0.0.1:{osrm_port}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true" for a, b in pairs]
+                engine = measure(f"osrm-routed -t {workers}", urls, args.concurrency, args.duration, ok)
+            finally:
+                routed.terminate()
+                routed.wait()
+            server = roadkit_config(workdir, dataset, service_port, admin_port, workers)
+            serve = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+                urls = [
+                    f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false&timeUnit=second"
+                    for a, b in pairs
+                ]
+                ours = measure(f"roadkit, {workers} worker(s)", urls, args.concurrency, args.duration, ok)
+            finally:
+                serve.terminate()
+                serve.wait()
+            rows.extend((workers, c, engine[c], ours[c]) for c in args.concurrency)
+    print(f"\nWhole machine ({len(os.sched_getaffinity(0))} cores, client included), Monaco car routes with steps")
+    print("| workers / threads | clients | osrm-routed req/s | roadkit req/s | ratio |")
+    print("|---|---|---|---|---|")
+    for workers, c, engine_result, ours_result in rows:
+        print(f"| {workers} | {c} | {engine_result.rps:.0f} | {ours_result.rps:.0f} | {ours_result.rps / engine_result.rps:.2f} |")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ never touches another engineer's (or another test's) servers.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,64 @@ class LoopbackProxy:
             await self._runner.cleanup()
         if self._session is not None:
             await self._session.close()
+
+
+#: The proxy variables aiohttp (trust_env) and urllib read: a proxy test starts from none of them.
+PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY")
+
+
+def without_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remove every proxy variable for the test (the machine's may point anywhere)."""
+    for variable in PROXY_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Poll ``condition()`` until it is true (health probes run in the background)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not true after {timeout} s"
+        await asyncio.sleep(0.05)
+
+
+@attrs.frozen
+class LoadResult:
+    """What :func:`kill_under_load` saw: each call's answer or exception, and how many were in when the server died."""
+
+    results: list[Any]
+    killed_after: int
+
+    @property
+    def failures(self) -> list[BaseException]:
+        return [r for r in self.results if isinstance(r, BaseException)]
+
+
+async def kill_under_load(call: Callable[[], Awaitable[Any]], victim: EngineServer, *, clients: int = 8, calls: int = 25) -> LoadResult:
+    """``clients`` concurrent loops of ``calls`` calls each; ``victim`` is SIGKILLed once a quarter of them answered.
+
+    Failover must hide the death: the caller asserts ``failures == []`` and that the kill came
+    while requests were still coming (``killed_after`` well below the total).
+    """
+    results: list[Any] = []
+    killed_after = 0
+    total = clients * calls
+
+    async def client() -> None:
+        for _ in range(calls):
+            try:
+                results.append(await call())
+            except Exception as exc:  # collected: the caller's assertion names them
+                results.append(exc)
+
+    async def killer() -> None:
+        nonlocal killed_after
+        while len(results) < total // 4:
+            await asyncio.sleep(0.002)
+        victim.kill()
+        killed_after = len(results)
+
+    await asyncio.gather(*(client() for _ in range(clients)), killer())
+    return LoadResult(results, killed_after)
 
 
 @contextmanager

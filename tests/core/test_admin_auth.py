@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -57,6 +59,7 @@ class Iam:
         now = int(time.time())
         body = {"iss": self.issuer, "sub": "alice", "typ": "Bearer", "aud": "roadkit-admin", "iat": now, "exp": now + 300,
                 "realm_access": {"roles": ["roadkit-admin"]}} | claims
+        body = {name: value for name, value in body.items() if value is not None}  # None: leave that claim out
         return jwt.encode({"alg": "ES256", "kid": "k1"}, body, key or self.key)
 
 
@@ -118,13 +121,28 @@ async def test_without_authentication_writes_are_accepted_only_from_loopback(mak
                          ("DELETE", "/services/main/resources/r"), ("GET", "/services/main/restart")):
         refused = await outside.request(method, path, json=SOURCE_A)
         assert refused.status_code == 403, (method, path)
-        assert "only from this machine (loopback)" in refused.json()["error"]["message"]
+        assert "only from this machine (loopback, not through a proxy)" in refused.json()["error"]["message"]
     assert (await outside.get("/health")).status_code in (200, 503)  # reads stay open
     assert (await outside.get("/services")).status_code == 200
     allowed = await local.delete("/services/nope")
     assert allowed.status_code == 404  # past the check: the service is unknown
     ipv6 = make_client(client=("::1", 1))
     assert (await ipv6.delete("/services/nope")).status_code == 404
+
+
+async def test_forwarding_headers_never_make_a_client_local(make_client: Any) -> None:
+    outside, local = make_client(client=OUTSIDE), make_client(client=LOCAL)
+    spoofed = {"x-forwarded-for": "127.0.0.1", "x-real-ip": "127.0.0.1", "forwarded": "for=127.0.0.1"}
+    for name, value in spoofed.items():
+        response = await outside.delete("/services/nope", headers={name: value})
+        assert response.status_code == 403, name  # a header written by the client proves nothing
+    # A reverse proxy on this machine is a loopback peer: what it forwards is not local.
+    for headers in ({"x-forwarded-for": "203.0.113.9"}, {"x-forwarded-for": "127.0.0.1, 203.0.113.9"}, {"x-real-ip": "203.0.113.9"},
+                    {"forwarded": 'for="[2001:db8::1]:4711"'}, {"via": "1.1 nginx"}, {"X-Forwarded-For": "127.0.0.1"}):
+        response = await local.delete("/services/nope", headers=headers)
+        assert response.status_code == 403, headers
+        assert "not through a proxy" in response.json()["error"]["message"]
+    assert (await local.delete("/services/nope")).status_code == 404  # loopback, no proxy: past the check
 
 
 def test_the_server_refuses_a_reachable_admin_listener_without_authentication(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,6 +192,62 @@ async def test_iam_tokens_wrong_expired_tampered_or_without_the_role(make_client
     assert (await client.get("/services/main/restart")).status_code == 401  # Road2's restart is a write
     assert (await client.get("/services")).status_code == 200  # reads are open unless protected
     assert (await client.get("/openapi.json")).status_code == 200
+
+
+def _unsigned(header: dict[str, Any], claims: dict[str, Any], signature: bytes = b"") -> str:
+    def part(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    return ".".join((part(json.dumps(header).encode()), part(json.dumps(claims).encode()), part(signature)))
+
+
+async def test_iam_token_algorithm_is_pinned_and_every_claim_is_checked(make_client: Any, iam: Iam) -> None:
+    client = make_client(jwt_auth(iam))
+    now = int(time.time())
+    claims = {"iss": iam.issuer, "sub": "mallory", "typ": "Bearer", "aud": "roadkit-admin", "exp": now + 300,
+              "realm_access": {"roles": ["roadkit-admin"]}}
+    public_pem = iam.key.as_pem(private=False)
+    hs256_header = {"alg": "HS256", "kid": "k1", "typ": "JWT"}
+    signing_input = ".".join(_unsigned(hs256_header, claims).split(".")[:2]).encode()
+    # Key confusion: an HMAC "signed" with the IAM's PUBLIC key, which anyone can fetch from the JWKS.
+    confused = signing_input.decode() + "." + base64.urlsafe_b64encode(hmac.new(public_pem, signing_input, hashlib.sha256).digest()).rstrip(b"=").decode()
+    claims_of = iam.token  # signed by the IAM's key: only the claims are wrong
+    cases = {
+        "alg none": (_unsigned({"alg": "none", "kid": "k1"}, claims), "Unsupported token algorithm"),
+        "alg None": (_unsigned({"alg": "None", "kid": "k1"}, claims), "Unsupported token algorithm"),
+        "no alg": (_unsigned({"kid": "k1"}, claims), "Malformed token"),
+        "HS256 with the public key": (confused, "Unsupported token algorithm"),
+        "no kid": (jwt.encode({"alg": "ES256"}, claims, iam.key), "Token has no key id"),
+        "unknown kid": (jwt.encode({"alg": "ES256", "kid": "k2"}, claims, iam.key), "Unknown signing key"),
+        "no expiry": (claims_of(exp=None), "Token has no expiry"),
+        "expiry as text": (claims_of(exp=str(now + 300)), "Token has no expiry"),
+        "not yet valid": (claims_of(nbf=now + 600), "Token not yet valid"),
+        "an ID token": (claims_of(typ="ID"), "Not an access token"),
+        "no issuer": (claims_of(iss=None), "Invalid token issuer"),
+        "issuer prefix": (claims_of(iss=iam.issuer + "x"), "Invalid token issuer"),
+        "audience a number": (claims_of(aud=5), "Invalid token audience"),
+        "audience objects": (claims_of(aud=[{"a": 1}]), "Invalid token audience"),
+        "no audience": (claims_of(aud=None), "Invalid token audience"),
+    }
+    for name, (token, reason) in cases.items():
+        response = await client.delete("/services/nope", headers={"authorization": f"Bearer {token}"})
+        assert response.status_code == 401, (name, response.text)
+        assert reason in response.json()["error"]["message"], (name, response.text)
+    roles = {"roles a string": "xroadkit-adminx", "roles missing": None}
+    for name, value in roles.items():
+        response = await client.delete("/services/nope", headers={"authorization": f"Bearer {claims_of(realm_access={'roles': value})}"})
+        assert response.status_code == 403, name
+    assert (await client.delete("/services/nope", headers={"authorization": f"Bearer {claims_of(aud=['x', 'roadkit-admin'])}"})).status_code == 404
+
+
+async def test_only_the_api_documents_are_open(make_client: Any, iam: Iam) -> None:
+    client = make_client(jwt_auth(iam, "protect_reads = true"))
+    for path in ("/openapi", "/openapi.json", "/openapi/swagger.json"):
+        assert (await client.get(path)).status_code == 200, path
+    # Paths that merely start like an open one, or climb out of it, need the token like any other.
+    for path in ("/openapi.json.bak", "/openapiX", "/openapi/..%2Fservices", "/openapi/../services"):
+        assert (await client.get(path)).status_code == 401, path
+    assert (await client.put("/openapi/../services/main/sources/a", json=SOURCE_A)).status_code == 401
 
 
 async def test_protected_reads_need_a_token(make_client: Any, iam: Iam) -> None:

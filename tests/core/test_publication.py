@@ -15,6 +15,7 @@ from roadkit import hookimpl
 from roadkit.administrator import Administrator
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
+from roadkit.publication import is_safe_id
 from roadkit.source import Source
 from tests.core.conftest import StraightLineSource, TestPlugin, free_port, make_service, write
 
@@ -211,6 +212,31 @@ async def test_invalid_documents_give_400_naming_every_problem_and_change_nothin
     assert running.snapshot() == files
     assert memory(running.administrator) == (sources, resources)
     assert (await running.route()).status_code == 200
+
+
+async def test_ids_that_are_not_safe_file_names_are_refused_with_400_and_write_nothing(running: Running) -> None:
+    c = running.client
+    files = running.snapshot()
+    outside = sorted(running.root.parent.iterdir())
+    # Encoded so that they reach the server as they are: "/" and dot segments, a final newline
+    # (which a "$"-anchored pattern alone would accept), hidden files, too long, not a file name.
+    for oid in ("..%2F..%2Fx", "..%2Fx", "a%2F..%2F..%2Fx", "%2E%2E", ".hidden", "-a", "a%20b", "a%00", "%C3%A9", "a" * 129):
+        for kind, body in (("sources", SOURCE_A), ("resources", RESOURCE)):
+            url = f"{running.admin}/services/main/{kind}/{oid}"
+            for method in ("PUT", "GET", "DELETE"):
+                response = await c.request(method, url, json=body if method == "PUT" else None)
+                assert response.status_code == 400, (method, url, response.text)
+                assert f"Parameter '{kind[:-1]}' is invalid: expected letters, digits" in response.json()["error"]["message"]
+    assert running.snapshot() == files
+    assert sorted(running.root.parent.iterdir()) == outside
+    assert (await c.put(f"{running.admin}/services/main/sources/a.b-c_1", json=SOURCE_A | {"id": "a.b-c_1"})).status_code == 201
+
+
+def test_a_safe_id_is_the_whole_string() -> None:
+    assert is_safe_id("a.b-c_1") and is_safe_id("A" * 128)
+    # "$" also matches before a final newline: a file named "a\n.source" must not be possible.
+    for unsafe in ("a\n", "a/b", "..", ".a", "_a", "", "A" * 129, None, 3):
+        assert not is_safe_id(unsafe), unsafe
 
 
 async def test_publication_survives_an_administrator_restart(tmp_path: Path, plugins: Plugins) -> None:

@@ -140,7 +140,9 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         assert f"{service_file}: listeners[0].port: port {admin.main_port} is already used by service 'main'" in ports.json()["error"]["message"]
         folders = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port(), folders={"projections": "nowhere"})})
         assert "folders.projections: expected a folder" in folders.json()["error"]["message"]
-        for body in ({"id": "../x", "configuration": configuration(free_port())}, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
+        unsafe = ("../x", "..", "x/y", "second\n", ".second", "", 3)  # ids are file names: nothing that climbs or hides
+        bodies = [{"id": sid, "configuration": configuration(free_port())} for sid in unsafe]
+        for body in (*bodies, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
             assert (await c.post(f"{admin.base}/services", json=body)).status_code == 400, body
 
         nulls = await c.put(f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())})

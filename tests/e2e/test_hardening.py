@@ -13,6 +13,8 @@ from roadkit_client import testing as client_testing
 from .helpers import login_local, record_requests, stored_token, submit_login_form
 
 TOKEN_PATH = "/protocol/openid-connect/token"
+#: The stored access token, or null (never a TypeError while a tab rewrites the record).
+CURRENT_TOKEN = "(JSON.parse(localStorage.getItem('service') || '{}').connexion?.token?.access_token ?? null)"
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +71,10 @@ def test_two_tabs_whose_timers_fire_together_make_one_refresh_call(context: Any,
     token = stored_token(first)
     seen_first, seen_second = record_requests(first), record_requests(second)
     for tab in (first, second):
-        tab.wait_for_function(
-            "(old) => JSON.parse(localStorage.getItem('service')).connexion.token.access_token !== old",
-            arg=token["access_token"], timeout=15_000,
-        )
+        tab.wait_for_function(f"(old) => {CURRENT_TOKEN} !== old", arg=token["access_token"], timeout=15_000)
     # Both tabs' timers were due at the same instant (same stored token); give a second call time to happen.
     first.wait_for_timeout(1500)
     seen = seen_first + seen_second
-    assert len(_token_requests(seen)) == 1, [r.url for r in seen]
-    assert stored_token(first)["access_token"] == stored_token(second)["access_token"]
+    events = [tab.evaluate("() => window.__roadkit.events.map((e) => e.name + (e.code ? ':' + e.code : ''))") for tab in (first, second)]
+    assert len(_token_requests(seen)) == 1, ([r.url for r in seen], events)
+    assert stored_token(first) is not None and stored_token(first)["access_token"] == stored_token(second)["access_token"], events

@@ -79,6 +79,6 @@ def test_the_openapi_viewer_renders_offline_and_links_to_the_definition(page: An
     page.goto(f"{routing_service}/simple/1.0.0/openapi")
     page.wait_for_selector(".opblock-summary-path")
     paths = page.locator(".opblock-summary-path").all_text_contents()
-    assert {"/route", "/isochrone", "/nearest", "/getcapabilities"} <= {p.strip() for p in paths}
+    assert {"/route", "/nearest", "/getcapabilities"} <= {p.strip() for p in paths}
     assert page.locator(f"a[href='{routing_service}/simple/1.0.0/openapi.json']").count() >= 1
     assert outside == []

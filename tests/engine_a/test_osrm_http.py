@@ -6,7 +6,6 @@ through the source and through the simple API of a gateway service that holds no
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
@@ -29,7 +28,18 @@ from roadkit.testing import SourceContract, service_client
 from roadkit_osrm import OsrmHttpSource, OsrmSource
 from tests.engine_a.native_support import compare, encode, generate, write_native_service
 from tests.engine_a.test_native_route_nearest import native_get
-from tests.engine_servers import EngineServer, LoopbackProxy, free_port, osrm_routed, running, same, silent_listener
+from tests.engine_servers import (
+    EngineServer,
+    LoopbackProxy,
+    free_port,
+    kill_under_load,
+    osrm_routed,
+    running,
+    same,
+    silent_listener,
+    wait_for,
+    without_proxies,
+)
 
 START = (7.41337, 43.72956)
 END = (7.41983, 43.73115)
@@ -208,14 +218,6 @@ def test_configuration_problems_name_the_file_and_key(tmp_path: Path) -> None:
 ROUTE = RouteRequest((START, END), Cost("car", "fastest"), steps=True)
 
 
-async def wait_for(condition: Any, timeout: float = 15.0) -> None:
-    """Poll ``condition()`` until it is true (health probes run in the background)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
-
-
 async def test_requests_take_the_servers_in_turn(tmp_path: Path, osrm_datasets: dict[str, Path]) -> None:
     with running(osrm_routed(osrm_datasets["car-fastest"]), osrm_routed(osrm_datasets["car-fastest"])) as (a, b):
         source = await remote(tmp_path, "car-fastest", [a.url, b.url])
@@ -233,28 +235,10 @@ async def test_a_server_killed_under_load_costs_no_request(tmp_path: Path, osrm_
         source = await remote(tmp_path, "car-fastest", [a.url, b.url], health_interval=0.2)
         try:
             expected = await source.route(ROUTE)
-            results: list[Any] = []
-            killed_after = 0
-
-            async def client() -> None:
-                for _ in range(40):
-                    try:
-                        results.append(await source.route(ROUTE))
-                    except Exception as exc:  # collected: the assertion below names them
-                        results.append(exc)
-
-            async def killer() -> None:
-                nonlocal killed_after
-                while len(results) < 80:
-                    await asyncio.sleep(0.002)
-                a.kill()
-                killed_after = len(results)
-
-            await asyncio.gather(*(client() for _ in range(8)), killer())
-            failures = [r for r in results if isinstance(r, BaseException)]
-            assert failures == [], failures[:3]
-            assert len(results) == 320 and killed_after < 300, "the server died while requests were still coming"
-            for result in results:
+            load = await kill_under_load(lambda: source.route(ROUTE), a, calls=40)
+            assert load.failures == [], load.failures[:3]
+            assert len(load.results) == 320 and load.killed_after < 300, "the server died while requests were still coming"
+            for result in load.results:
                 assert result == expected
             states = {s["url"]: s["state"] for s in source.health()["servers"]}
             assert states == {a.url: "down", b.url: "up"}
@@ -358,14 +342,10 @@ async def test_a_hung_server_is_a_504_within_the_time_out_then_left_out_until_it
         await remote(tmp_path / "hung", "car-fastest", [hung], health_timeout=0.3)
 
 
-PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY")
-
-
 async def test_http_proxy_is_used_and_no_proxy_hosts_bypass_it(
     tmp_path: Path, routed: dict[str, EngineServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for variable in PROXY_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
+    without_proxies(monkeypatch)
     server = routed["car-fastest"]
     direct = await remote(tmp_path / "direct", "car-fastest", [server.url])
     expected = await direct.route(ROUTE)

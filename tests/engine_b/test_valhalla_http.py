@@ -7,10 +7,8 @@ the simple API of a gateway service that holds no tiles.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
-import time
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
@@ -27,7 +25,17 @@ from roadkit.source import SourceState
 from roadkit.testing import SourceContract, service_client
 from roadkit_valhalla import ValhallaHttpSource, ValhallaSource
 from tests.engine_b.conftest import END, START, VIA
-from tests.engine_servers import EngineServer, LoopbackProxy, free_port, running, same, valhalla_service
+from tests.engine_servers import (
+    EngineServer,
+    LoopbackProxy,
+    free_port,
+    kill_under_load,
+    running,
+    same,
+    valhalla_service,
+    wait_for,
+    without_proxies,
+)
 
 FAR = ((7.4167, 43.7284), (7.4350, 43.7480))  # Fontvieille → Larvotto, along bus line 1 of the demo feed
 MORNING = datetime(2026, 6, 15, 8, 0)
@@ -220,28 +228,10 @@ async def test_a_server_killed_under_load_costs_no_request(valhalla_example: Pat
         source = await remote(valhalla_example, tmp_path / "source", [a.url, b.url], http={"health_interval": 0.2})
         try:
             expected = await source.route(ROUTE)
-            results: list[Any] = []
-            killed_after = 0
-
-            async def client() -> None:
-                for _ in range(25):
-                    try:
-                        results.append(await source.route(ROUTE))
-                    except Exception as exc:  # collected: the assertion below names them
-                        results.append(exc)
-
-            async def killer() -> None:
-                nonlocal killed_after
-                while len(results) < 50:
-                    await asyncio.sleep(0.002)
-                a.kill()
-                killed_after = len(results)
-
-            await asyncio.gather(*(client() for _ in range(8)), killer())
-            failures = [r for r in results if isinstance(r, BaseException)]
-            assert failures == [], failures[:3]
-            assert len(results) == 200 and killed_after < 180
-            assert all(result == expected for result in results)
+            load = await kill_under_load(lambda: source.route(ROUTE), a, calls=25)
+            assert load.failures == [], load.failures[:3]
+            assert len(load.results) == 200 and load.killed_after < 180
+            assert all(result == expected for result in load.results)
             assert {s["url"]: s["state"] for s in source.health()["servers"]} == {a.url: "down", b.url: "up"}
             assert source.state is SourceState.GREEN
         finally:
@@ -260,10 +250,7 @@ async def test_red_with_503s_when_no_server_answers_then_green_again(valhalla_ex
                 assert caught.value.status == 503
             assert source.state is SourceState.RED
             server.start()
-            deadline = time.monotonic() + 30
-            while source.state is not SourceState.GREEN:
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
+            await wait_for(lambda: source.state is SourceState.GREEN, timeout=30)
             assert (await source.route(ROUTE)).distance > 0
         finally:
             await source.disconnect()
@@ -277,8 +264,7 @@ async def test_red_with_503s_when_no_server_answers_then_green_again(valhalla_ex
 async def test_http_proxy_carries_the_posts_and_no_proxy_hosts_bypass_it(
     valhalla_example: Path, tmp_path: Path, served: EngineServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for variable in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(variable, raising=False)
+    without_proxies(monkeypatch)
     isochrone = IsochroneRequest(START, Cost("car", cost_type="time"), (300.0,))
     direct = await remote(valhalla_example, tmp_path / "direct", [served.url])
     expected = await direct.isochrone(isochrone)

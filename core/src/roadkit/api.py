@@ -73,9 +73,16 @@ async def read_json_body(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise BadRequest(f"Request body too large: at most {limit} bytes", code="body_too_large", status=413)
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRequest(f"Invalid request body: expected JSON ({exc})", code="invalid_body") from None
+    except (ValueError, RecursionError) as exc:  # NaN/Infinity (not JSON); nesting past the parser's depth
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise BadRequest(f"Invalid request body: expected JSON ({detail})", code="invalid_body") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def base_url(request: Request) -> str:
@@ -95,9 +102,40 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
     if status == 404:
         return error_response(NotFound(f"Not found: {request.url.path}"))
     detail = exc.detail if isinstance(exc, HTTPException) else "HTTP error"
-    return error_response(RoadkitError(detail or "HTTP error", code="http_error", status=status))
+    response = error_response(RoadkitError(detail or "HTTP error", code="http_error", status=status))
+    if isinstance(exc, HTTPException) and exc.headers:
+        # e.g. 405's Allow header (RFC 9110 §15.5.6: a 405 MUST list the methods the resource supports).
+        response.headers.update(exc.headers)
+    return response
 
 
 async def server_error_handler(request: Request, exc: Exception) -> Response:
     """Any unexpected exception: a bare 500, details in the log only."""
     return error_response(exc)
+
+
+def fallback_route(routes: list[BaseRoute]) -> BaseRoute:
+    """The last route of an API: 405 with ``Allow`` when another route has this path (RFC 9110 §15.5.6),
+    else 404, both in the API error shape. Keeps a catch-all from answering 404 to a wrong method."""
+    from starlette.exceptions import HTTPException
+    from starlette.routing import Match, Route
+
+    from roadkit.errors import NotFound
+
+    known = list(routes)  # a copy: the caller appends this route to ``routes``
+
+    async def fallback(request: Request) -> Response:
+        scope = {**request.scope, "method": "GET"}
+        allowed: set[str] = set()
+        for route in known:
+            methods = getattr(route, "methods", None)
+            if not methods:
+                continue
+            match, _ = route.matches({**scope, "method": next(iter(methods))})
+            if match == Match.FULL:
+                allowed |= set(methods)
+        if allowed and request.method not in allowed:
+            raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
+        return error_response(NotFound(f"Not found: {request.url.path}"))
+
+    return Route("/{path:path}", fallback, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"])

@@ -54,7 +54,7 @@ from roadkit.model import (
 )
 from roadkit.pgcluster import PrivateCluster
 from roadkit.projections import ProjectionRegistry
-from roadkit.remote import EngineServers, HttpSettings
+from roadkit.remote import EngineServers, HttpSettings, RemoteSource
 from roadkit.resources import Resource
 from roadkit.source import Progress, Source, SourceState
 from roadkit.view import ServiceView
@@ -92,6 +92,7 @@ __all__ = [
     "PrivateCluster",
     "Progress",
     "ProjectionRegistry",
+    "RemoteSource",
     "Resource",
     "ResourceConfig",
     "RoadkitError",

@@ -61,6 +61,20 @@ class OperationNotPermitted(BadRequest):
     code = "operation_not_permitted"
 
 
+class Unauthorized(RoadkitError):
+    """No usable credentials (401); the admin API adds a ``WWW-Authenticate`` challenge."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(RoadkitError):
+    """Credentials, or a client address, without the right to do this (403)."""
+
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(RoadkitError):
     """A named thing (service, projection, path under an API) does not exist."""
 

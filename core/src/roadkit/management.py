@@ -18,7 +18,7 @@ from roadkit.config.loader import load_service, parse_server, parse_service
 from roadkit.config.models import Listener, ManagedService, ServerConfig
 from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, null_problems
 from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
-from roadkit.publication import ID_PATTERN
+from roadkit.publication import ID_EXPECTED, is_safe_id
 
 if TYPE_CHECKING:
     from roadkit.administrator import Administrator, ServiceHandle
@@ -140,8 +140,8 @@ class Management:
         where = str(self.config.path.parent / "<new service>")
         data, problems = _body(body, where)
         sid = data.get("id")
-        if not isinstance(sid, str) or not ID_PATTERN.match(sid):
-            problems.append(f"{where}: id: expected letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit), got {sid!r}")
+        if not is_safe_id(sid):
+            problems.append(f"{where}: id: {ID_EXPECTED}, got {sid!r}")
             raise ConfigurationError(problems)
         if sid in self.admin.handles:
             raise Conflict(f"Service {sid} already exists")

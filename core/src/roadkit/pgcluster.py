@@ -5,8 +5,9 @@ pgRouting example keeps its cluster next to its built data, so the import happen
 benchmarks. It needs the PostgreSQL server binaries (``pg_config --bindir``, or Debian's
 ``/usr/lib/postgresql/<version>/bin``) and nothing else; no system server is touched.
 
-A cluster that is already running in the folder (another process started it, e.g. ``roadkit
-prepare`` of a demo still running) is reused and left running when this process stops.
+A cluster that is already running in the folder (another process started it: another worker of
+the same service, a service restarting while the old one still runs) is joined. Every process using
+it registers in ``.<folder>.users``; the last one to leave stops the server.
 """
 
 from __future__ import annotations
@@ -78,7 +79,26 @@ class PrivateCluster:
     data: Path
     bindir: Path = attrs.field(factory=pg_bindir)
     port: int = 0
-    owned: bool = False  # True when this object started the server (and so stops it)
+    owned: bool = False  # True while this object is a registered user of the server
+
+    @property
+    def _users(self) -> Path:
+        return self.data.parent / f".{self.data.name}.users"
+
+    @property
+    def _me(self) -> Path:
+        return self._users / f"{os.getpid()}-{id(self)}"
+
+    def _live_users(self) -> list[Path]:
+        """The registered users whose process still runs (files of dead ones are removed)."""
+        live = []
+        for entry in self._users.glob("*-*") if self._users.exists() else []:
+            try:
+                os.kill(int(entry.name.split("-")[0]), 0)
+                live.append(entry)
+            except (OSError, ValueError):
+                entry.unlink(missing_ok=True)
+        return live
 
     @property
     def log_file(self) -> Path:
@@ -120,9 +140,11 @@ class PrivateCluster:
         self.data.parent.mkdir(parents=True, exist_ok=True)
         with self._lock():
             self.init()
+            self._users.mkdir(exist_ok=True)
             running = _running_port(self.data)
             if running is not None:
-                self.port, self.owned = running, False
+                self.port, self.owned = running, True
+                self._me.touch()
                 return
             if not self.port:  # a restarted cluster keeps its port: its clients reconnect there
                 with bound_socket("127.0.0.1", 0) as sock:
@@ -131,15 +153,20 @@ class PrivateCluster:
             _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_file), "-w",
                                   "-t", str(int(timeout)), "-o", options, "start"]), f"pg_ctl start {self.data}")
             self.owned = True
+            self._me.touch()
 
     def stop(self, mode: str = "fast") -> None:
-        """Stop the server when this object started it (``fast``, or ``immediate`` for a crash-like stop)."""
+        """Leave the server; the last user stops it (``fast``, or ``immediate`` for a crash-like stop)."""
         if not self.owned:
             return
-        with contextlib.suppress(ClusterError):
-            _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
-                 f"pg_ctl stop {self.data}")
-        self.owned = False
+        with self._lock():
+            self._me.unlink(missing_ok=True)
+            self.owned = False
+            if self._live_users():
+                return
+            with contextlib.suppress(ClusterError):
+                _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
+                     f"pg_ctl stop {self.data}")
 
     def is_running(self) -> bool:
         return _running_port(self.data) is not None

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from roadkit.config.files import read_document
 from roadkit.config.loader import load_service, parse_resource, parse_source, read_resources, read_sources
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
 from roadkit.config.writer import dump_toml, null_problems
-from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
+from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound, ParameterInvalid
 from roadkit.plugins import Plugins
 from roadkit.projections import ProjectionRegistry
 from roadkit.resources import build_resource
@@ -25,16 +25,22 @@ from roadkit.source import Source
 
 Kind = Literal["source", "resource"]
 
-#: Ids that are also file names: no folder separator, no leading dot.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+#: Ids of services, sources and resources: they are also file names, so no folder separator, no
+#: leading dot, nothing else. The same text is the ``pattern`` of the admin OpenAPI document.
+ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+ID_PATTERN = re.compile(ID_REGEX)
+ID_EXPECTED = "expected letters, digits, '.', '_' or '-' (at most 128, starting with a letter or a digit)"
+
+
+def is_safe_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is an id that can name a file (``fullmatch``: ``$`` alone would accept a final newline)."""
+    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
 
 
 def check_id(what: str, value: str) -> str:
     """``value`` when it can name a file; a 400 naming the parameter otherwise."""
-    from roadkit.errors import ParameterInvalid
-
-    if not ID_PATTERN.match(value):
-        raise ParameterInvalid(what, f"expected letters, digits, '.', '_' or '-' (at most 128, not starting with '.', '_' or '-'), got {value!r}")
+    if not is_safe_id(value):
+        raise ParameterInvalid(what, f"{ID_EXPECTED}, got {value!r}")
     return value
 
 

@@ -26,7 +26,9 @@ import aiohttp
 import attrs
 from yarl import URL
 
+from roadkit.config.models import SourceConfig
 from roadkit.errors import EngineTimeout, SourceUnavailable
+from roadkit.source import Source, SourceState
 
 log = logging.getLogger(__name__)
 
@@ -330,3 +332,56 @@ class EngineServers:
             raise EngineTimeout(f"The engine of source {self.source_id} did not answer within {self.timeout:g} s")
         detail = "; ".join(failures) or self.reason()
         raise SourceUnavailable(f"no engine server of source {self.source_id} answers: {detail}")
+
+
+class RemoteSource(Source):
+    """Base of the source kinds answered by engine servers over HTTP (``osrm-http``, ``valhalla-http``...).
+
+    It owns the source's :class:`EngineServers` (built from ``options.http`` at each connect) and
+    keeps the source's state in step with them: green while some server answers, red with the
+    servers' reasons when none does. A kind gives ``probe_path`` and sends its requests with
+    ``connected_servers().request(...)``.
+    """
+
+    def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
+        super().__init__(config, options, timeout=timeout)
+        self.servers: EngineServers | None = None
+
+    def probe_path(self) -> str:
+        """The path (with query) of the cheapest request every engine server answers."""
+        raise NotImplementedError
+
+    def connected_servers(self) -> EngineServers:
+        """The servers to send a request to; SourceUnavailable (503) before ``connect`` or after ``disconnect``."""
+        if self.servers is None:
+            raise SourceUnavailable(f"source {self.id} is not connected")
+        return self.servers
+
+    async def connect(self) -> None:
+        # Re-entrant: the service calls connect() again on the same object to retry a red source.
+        if self.servers is not None:
+            await self.servers.close()
+        self.servers = EngineServers(self.id, self.options.http, timeout=self.timeout, probe=self.probe_path(), on_change=self._server_change)
+        try:
+            await self.servers.start()
+        except SourceUnavailable as exc:
+            self.fail(exc.message)
+            raise
+
+    def _server_change(self, up: bool, reason: str) -> None:
+        if up:
+            self.state, self.reason = SourceState.GREEN, ""
+        else:
+            self.fail(reason)
+
+    async def disconnect(self) -> None:
+        if self.servers is not None:
+            servers, self.servers = self.servers, None
+            await servers.close()
+        await super().disconnect()
+
+    def health(self) -> dict[str, Any]:
+        entry = super().health()
+        if self.servers is not None:
+            entry["servers"] = self.servers.health()
+        return entry

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from roadkit.api import JSONResponse
-from roadkit.auth.oidc import IamUnavailable, InvalidToken, OidcProvider
+from roadkit.auth.oidc import IamUnavailable, InvalidToken, OidcProvider, audiences_of
 from roadkit.auth.tokens import StoredToken, read_tokens
 from roadkit.config.models import AdminAuth, JwtAuth
-from roadkit.errors import RoadkitError
+from roadkit.errors import Forbidden, RoadkitError, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -32,23 +32,29 @@ REALM = "roadkit-admin"
 TOKEN_REQUIRED = "A bearer token is required"
 
 
-class Unauthorized(RoadkitError):
-    """No usable credentials (401)."""
-
-    status = 401
-    code = "unauthorized"
-
-
-class Forbidden(RoadkitError):
-    """Credentials without the right (403)."""
-
-    status = 403
-    code = "forbidden"
-
-
 def is_write(method: str, path: str) -> bool:
     """Whether a request changes something (Road2's restart is a GET)."""
     return method.upper() in WRITE_METHODS or path.rstrip("/").endswith("/restart")
+
+
+#: Headers with which a proxy says whom it forwards (RFC 7239 and the de-facto ones). A request
+#: carrying any of them came through a proxy: its peer address (the proxy's) says nothing about
+#: the client, and the header itself is whatever the client or the proxy chose to write.
+FORWARDING_HEADERS = (
+    "forwarded", "x-forwarded-for", "x-real-ip", "via", "x-client-ip", "true-client-ip", "cf-connecting-ip",
+    "x-cluster-client-ip", "fastly-client-ip",
+)
+
+
+def is_local_request(host: str | None, headers: Mapping[str, str]) -> bool:
+    """True when the client is on this machine: a loopback peer that is not a proxy forwarding someone else.
+
+    Forwarding headers never make a client local (anyone can send ``X-Forwarded-For: 127.0.0.1``);
+    they only make a loopback peer NOT local, since a reverse proxy on this machine forwarding a
+    remote client is a loopback peer too. A proxy that forwards without any such header can't be
+    told apart: configure ``[administrator.auth]`` when the admin listener sits behind one.
+    """
+    return is_loopback_client(host) and not any(name in headers for name in FORWARDING_HEADERS)
 
 
 def is_loopback_client(host: str | None) -> bool:
@@ -103,8 +109,11 @@ class Authenticator:
         """The caller's name when the request may go on; raises Unauthorized or Forbidden otherwise."""
         write = is_write(request.method, request.url.path)
         if not self.configured:
-            if write and not is_loopback_client(request.client.host if request.client else None):
-                raise Forbidden("Write operations are accepted only from this machine (loopback) when the admin API has no authentication configured")
+            if write and not is_local_request(request.client.host if request.client else None, request.headers):
+                raise Forbidden(
+                    "Write operations are accepted only from this machine (loopback, not through a proxy) when the admin API"
+                    " has no authentication configured"
+                )
             return None
         assert self.auth is not None
         if not write and not self.auth.protect_reads:
@@ -125,16 +134,9 @@ class Authenticator:
         provider = self._oidc(jwt)
         try:
             claims = await provider.decode(token)
-            if claims.get("iss") != provider.issuer:
-                raise InvalidToken("Invalid token issuer")
-            if claims.get("typ", "Bearer") != "Bearer":
-                raise InvalidToken("Not an access token")
-            provider.check_times(claims)
-            if jwt.audiences:
-                audiences = claims.get("aud", [])
-                audiences = [audiences] if isinstance(audiences, str) else list(audiences or [])
-                if not set(audiences) & set(jwt.audiences):
-                    raise InvalidToken("Invalid token audience")
+            provider.check_access_claims(claims)
+            if jwt.audiences and not audiences_of(claims) & set(jwt.audiences):
+                raise InvalidToken("Invalid token audience")
         except InvalidToken as exc:
             raise Unauthorized(str(exc)) from None
         except IamUnavailable as exc:
@@ -154,8 +156,14 @@ class AdminAuthMiddleware:
         self.authenticator = authenticator
         self.open_paths = open_paths
 
+    def _open(self, path: str) -> bool:
+        """Whether ``path`` is one of the open paths or below one (whole segments; never with a dot segment)."""
+        if any(segment in (".", "..") for segment in path.split("/")):
+            return False  # whatever routes it later, a path that climbs is not "below" the open ones
+        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.open_paths)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or any(scope["path"].startswith(p) for p in self.open_paths):
+        if scope["type"] != "http" or self._open(scope["path"]):
             await self.app(scope, receive, send)
             return
         request = Request(scope)

@@ -46,6 +46,16 @@ class IamSettings(Protocol):
     def timeout(self) -> float: ...
 
 
+def audiences_of(claims: Mapping[str, Any]) -> set[str]:
+    """The token's ``aud`` as a set (RFC 7519 allows one string or a list of them)."""
+    audiences = claims.get("aud")
+    if isinstance(audiences, str):
+        return {audiences}
+    if isinstance(audiences, list):
+        return {a for a in audiences if isinstance(a, str)}
+    return set()
+
+
 class OidcProvider:
     """Discovery document and signing keys of one realm, fetched over HTTP with aiohttp."""
 
@@ -147,17 +157,19 @@ class OidcProvider:
         if isinstance(nbf, (int, float)) and not isinstance(nbf, bool) and now + leeway < nbf:
             raise InvalidToken("Token not yet valid")
 
-    async def validate_access_token(self, token: str, authorized_parties: tuple[str, ...]) -> dict[str, Any]:
-        """Full access-token validation: signature, issuer, type, expiry, not-before, audience or azp."""
-        claims = await self.decode(token)
+    def check_access_claims(self, claims: Mapping[str, Any]) -> None:
+        """The checks every access token passes, whoever reads it: this realm's issuer, type Bearer, expiry, not-before."""
         if claims.get("iss") != self.issuer:
             raise InvalidToken("Invalid token issuer")
         if claims.get("typ", "Bearer") != "Bearer":
             raise InvalidToken("Not an access token")
         self.check_times(claims)
-        audiences = claims.get("aud", [])
-        audiences = [audiences] if isinstance(audiences, str) else list(audiences or [])
-        audience_ok = bool(set(audiences) & set(self.settings.audiences))
+
+    async def validate_access_token(self, token: str, authorized_parties: tuple[str, ...]) -> dict[str, Any]:
+        """Full access-token validation: signature, issuer, type, expiry, not-before, audience or azp."""
+        claims = await self.decode(token)
+        self.check_access_claims(claims)
+        audience_ok = bool(audiences_of(claims) & set(self.settings.audiences))
         if not audience_ok and claims.get("azp") not in authorized_parties:
             raise InvalidToken("Invalid token audience")
         if not isinstance(claims.get("sub"), str) or not claims["sub"]:
@@ -169,9 +181,7 @@ class OidcProvider:
         claims = await self.decode(token)
         if claims.get("iss") != self.issuer:
             raise InvalidToken("Invalid ID token issuer")
-        audiences = claims.get("aud", [])
-        audiences = [audiences] if isinstance(audiences, str) else list(audiences or [])
-        if client_id not in audiences:
+        if client_id not in audiences_of(claims):
             raise InvalidToken("Invalid ID token audience")
         self.check_times(claims)
         if claims.get("nonce") != nonce:

@@ -23,12 +23,10 @@ from roadkit.contract import (
     HttpSettings,
     NearestRequest,
     NearestResponse,
+    RemoteSource,
     RouteRequest,
     RouteResponse,
-    Source,
     SourceConfig,
-    SourceState,
-    SourceUnavailable,
 )
 from roadkit_osrm import mapping
 from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
@@ -63,7 +61,7 @@ class OsrmHttpOptions:
     url_profile: str = "driving"
 
 
-class OsrmHttpSource(Source):
+class OsrmHttpSource(RemoteSource):
     """OSRM answered by osrm-routed servers over HTTP (aiohttp, one connection pool per source)."""
 
     kind = "osrm-http"
@@ -79,7 +77,6 @@ class OsrmHttpSource(Source):
 
     def __init__(self, config: SourceConfig, options: OsrmHttpOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
-        self.servers: EngineServers | None = None
         self._exclusions: dict[frozenset[str], bool] = {}
 
     @classmethod
@@ -117,42 +114,13 @@ class OsrmHttpSource(Source):
             self._exclusions[classes] = known
         return known
 
-    async def connect(self) -> None:
-        if self.servers is not None:
-            await self.servers.close()
+    def probe_path(self) -> str:
         # Any coordinate snaps somewhere: a nearest request is osrm-routed's cheapest answer.
-        probe = f"/nearest/v1/{self.options.url_profile}/0,0"
-        self.servers = EngineServers(self.id, self.options.http, timeout=self.timeout, probe=probe, on_change=self._server_change)
-        try:
-            await self.servers.start()
-        except SourceUnavailable as exc:
-            self.fail(exc.message)
-            raise
-
-    def _server_change(self, up: bool, reason: str) -> None:
-        if up:
-            self.state, self.reason = SourceState.GREEN, ""
-        else:
-            self.fail(reason)
-
-    async def disconnect(self) -> None:
-        if self.servers is not None:
-            servers, self.servers = self.servers, None
-            await servers.close()
-        await super().disconnect()
-
-    def health(self) -> dict[str, Any]:
-        entry = super().health()
-        if self.servers is not None:
-            entry["servers"] = self.servers.health()
-        return entry
+        return f"/nearest/v1/{self.options.url_profile}/0,0"
 
     async def _get(self, path: str, params: dict[str, str]) -> Any:
         """osrm-routed's parsed answer; an error answer raised as the in-process source raises it."""
-        servers = self.servers
-        if servers is None:
-            raise SourceUnavailable(f"source {self.id} is not connected")
-        answer = await servers.request("GET", path, params=params)
+        answer = await self.connected_servers().request("GET", path, params=params)
         try:
             data = orjson.loads(answer.body)
             code = data["code"]
@@ -182,9 +150,7 @@ class OsrmHttpSource(Source):
         _, refused = refusal(request)
         if refused is not None:
             return refused
-        servers = self.servers
-        if servers is None:
-            raise SourceUnavailable(f"source {self.id} is not connected")
+        servers = self.connected_servers()
         path = f"/{request.service}/v{request.version}/{self.options.url_profile}/{encode_query(request.query)}"
         answer = await servers.request("GET", path, encoded=True)
         return NativeAnswer(answer.status, answer.body, answer.content_type)

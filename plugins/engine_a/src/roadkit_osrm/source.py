@@ -32,10 +32,15 @@ log = logging.getLogger(__name__)
 
 @attrs.frozen
 class OsrmStorage:
-    """Where the dataset is: the ``.osrm`` base path, and whether it was built for CH or MLD."""
+    """Where the dataset is: the ``.osrm`` base path, and whether it was built for CH or MLD.
+
+    ``mmap`` (default true): the dataset's files are memory-mapped instead of read into each
+    process, so the workers of a service share one copy (the page cache) instead of loading N.
+    """
 
     file: Path
     algorithm: Literal["CH", "MLD"] = "CH"
+    mmap: bool = True
 
 
 @attrs.frozen
@@ -155,6 +160,7 @@ class OsrmSource(Source):
                     storage_config=str(storage.file),
                     algorithm=storage.algorithm,
                     use_shared_memory=False,
+                    use_mmap=storage.mmap,
                     max_results_nearest=self.options.max_nearest,
                 ),
                 bounded=False,  # loading a dataset is no request: the request time-out does not apply

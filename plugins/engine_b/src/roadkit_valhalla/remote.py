@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from roadkit.contract import EngineServers, SourceConfig, SourceState, SourceUnavailable
+from roadkit.contract import RemoteSource, SourceConfig
 from roadkit_valhalla.base import ValhallaBase, engine_error, operation_of, too_large
 from roadkit_valhalla.options import ValhallaHttpOptions, parse_http_options
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class ValhallaHttpSource(ValhallaBase):
+class ValhallaHttpSource(RemoteSource, ValhallaBase):
     """Valhalla over HTTP (aiohttp, one connection pool per source), with the in-process source's mapping."""
 
     kind = "valhalla-http"
@@ -29,50 +29,18 @@ class ValhallaHttpSource(ValhallaBase):
     options_class = ValhallaHttpOptions
     options: ValhallaHttpOptions
 
-    def __init__(self, config: SourceConfig, options: ValhallaHttpOptions, *, timeout: float = 10.0) -> None:
-        super().__init__(config, options, timeout=timeout)
-        self.servers: EngineServers | None = None
-
     @classmethod
     def parse_options(cls, config: SourceConfig) -> ValhallaHttpOptions:
         cls.check_projection(config)
         return parse_http_options(config)
 
-    async def connect(self) -> None:
-        if self.servers is not None:
-            await self.servers.close()
-        self.servers = EngineServers(self.id, self.options.http, timeout=self.timeout, probe="/status", on_change=self._server_change)
-        try:
-            await self.servers.start()
-        except SourceUnavailable as exc:
-            self.fail(exc.message)
-            raise
-
-    def _server_change(self, up: bool, reason: str) -> None:
-        if up:
-            self.state, self.reason = SourceState.GREEN, ""
-        else:
-            self.fail(reason)
-
-    async def disconnect(self) -> None:
-        if self.servers is not None:
-            servers, self.servers = self.servers, None
-            await servers.close()
-        await super().disconnect()
-
-    def health(self) -> dict[str, Any]:
-        entry = super().health()
-        if self.servers is not None:
-            entry["servers"] = self.servers.health()
-        return entry
+    def probe_path(self) -> str:
+        return "/status"
 
     async def _post(self, action: str, body: dict[str, Any]) -> tuple[int, Any]:
         """The status and parsed JSON answer (None when not JSON) of one POST to a server."""
-        servers = self.servers
-        if servers is None:
-            raise SourceUnavailable(f"source {self.id} is not connected")
         limit = self.limits.max_response_bytes
-        answer = await servers.request("POST", f"/{action}", json_body=orjson.dumps(body), max_bytes=limit)
+        answer = await self.connected_servers().request("POST", f"/{action}", json_body=orjson.dumps(body), max_bytes=limit)
         if len(answer.body) > limit:
             raise too_large(len(answer.body), limit, self.id)  # the size read so far: at least this much
         try:

@@ -11,14 +11,14 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 from roadkit import __version__
-from roadkit.api import JSONResponse, base_url, error_response, http_exception_handler, server_error_handler
+from roadkit.api import JSONResponse, base_url, error_response, fallback_route, http_exception_handler, server_error_handler
 from roadkit.apis.admin.publication import publication_routes
 from roadkit.apis.admin.services import management_routes
 from roadkit.app import SecurityHeaders
 from roadkit.auth.admin import AdminAuthMiddleware
 from roadkit.config.files import read_document
 from roadkit.docs import docs_routes
-from roadkit.errors import NotFound, ParameterInvalid
+from roadkit.errors import ParameterInvalid
 
 if TYPE_CHECKING:
     from roadkit.administrator import Administrator
@@ -84,9 +84,6 @@ def create_admin_app(admin: Administrator) -> Starlette:
             raise ParameterInvalid("projection", "expected a projection id, got an empty value")
         return JSONResponse(await handle.projection(pid))
 
-    async def not_found(request: Request) -> Response:
-        return error_response(NotFound(f"Not found: {request.url.path}"))
-
     def openapi(request: Request) -> dict[str, Any]:
         from roadkit.apis.admin.openapi import admin_openapi
 
@@ -104,8 +101,8 @@ def create_admin_app(admin: Administrator) -> Starlette:
         *publication_routes(admin, guarded, service_id),
         *management_routes(admin, guarded, service_id),
         *docs_routes("roadkit admin API 1.0.0", openapi, PREFIX),
-        Route("/{path:path}", not_found),
     ]
+    routes.append(fallback_route(routes))
 
     async def root(request: Request) -> Response:
         return PlainTextResponse("roadkit administrator")
@@ -114,6 +111,6 @@ def create_admin_app(admin: Administrator) -> Starlette:
         routes=[Route("/", root), Mount(PREFIX, routes=routes)],
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
-    app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi",))
+    app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi", f"{PREFIX}/openapi.json"))
     app.add_middleware(SecurityHeaders)
     return app

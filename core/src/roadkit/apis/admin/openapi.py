@@ -22,8 +22,12 @@ def _get(op_id: str, summary: str, responses: dict[str, Any], parameters: list[d
     return {"get": operation}
 
 
-_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
-_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A projection id, e.g. EPSG:2154."}
+# Ids as the service reads them: an id of the grammar that names nothing is a 404, blank text a 400.
+_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
+            "description": "A managed service id."}
+_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"},
+               "description": "A projection id, e.g. EPSG:2154."}
+_BLANK = {"description": "A blank id (the message names the parameter)", **_ERROR}
 
 
 def admin_openapi(base: str) -> dict[str, Any]:
@@ -44,7 +48,7 @@ def admin_openapi(base: str) -> dict[str, Any]:
             "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
             "/services/{service}": _get(
                 "service", "One managed service with its configuration.",
-                {"200": _ok("Service", service_ref), "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
+                {"200": _ok("Service", service_ref), "400": _BLANK, "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
             ),
             "/services/{service}/restart": _get(
                 "restart",
@@ -62,6 +66,7 @@ def admin_openapi(base: str) -> dict[str, Any]:
                 "projection", "A projection of a service and its parameters.",
                 {
                     "200": _ok("Projection", {"$ref": "#/components/schemas/Projection"}),
+                    "400": _BLANK,
                     "404": {"description": "Unknown service or projection", **_ERROR},
                     "503": {"description": "The service is not running", **_ERROR},
                 },

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from roadkit.publication import ID_REGEX
+
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
 _AUTH = {
@@ -21,7 +23,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 def _id(name: str, what: str) -> dict[str, Any]:
     return {
         "name": name, "in": "path", "required": True,
-        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
+        "schema": {"type": "string", "pattern": ID_REGEX},
         "description": f"A {what} id (also its file name).",
     }
 
@@ -144,7 +146,7 @@ def write_schemas() -> dict[str, Any]:
             "required": ["configuration"],
             "additionalProperties": False,
             "properties": {
-                "id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", "description": "Required to create; must match the URL to change."},
+                "id": {"type": "string", "pattern": ID_REGEX, "description": "Required to create; must match the URL to change."},
                 "mode": {"type": "string", "enum": ["same-process", "child-process"]},
                 "workers": {"description": "Number of worker processes, or \"auto\"."},
                 "startup_timeout": {"type": "number"},

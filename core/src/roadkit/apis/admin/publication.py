@@ -87,8 +87,11 @@ def publication_routes(admin: Administrator, guarded: Callable[[Handler], Handle
 
     routes: list[Route] = []
     for kind in ("source", "resource"):
+        # ``:path``: an id holding an (encoded) "/" such as ``..%2F..%2Fx`` reaches check_id and is a
+        # 400 naming the parameter, not a 404 from the catch-all.
+        one_path = f"/services/{{service}}/{kind}s/{{{kind}:path}}"
         routes.append(Route(f"/services/{{service}}/{kind}s", guarded(listing(kind)), methods=["GET"]))
-        routes.append(Route(f"/services/{{service}}/{kind}s/{{{kind}}}", guarded(one(kind)), methods=["GET"]))
-        routes.append(Route(f"/services/{{service}}/{kind}s/{{{kind}}}", guarded(put(kind)), methods=["PUT"]))
-        routes.append(Route(f"/services/{{service}}/{kind}s/{{{kind}}}", guarded(delete(kind)), methods=["DELETE"]))
+        routes.append(Route(one_path, guarded(one(kind)), methods=["GET"]))
+        routes.append(Route(one_path, guarded(put(kind)), methods=["PUT"]))
+        routes.append(Route(one_path, guarded(delete(kind)), methods=["DELETE"]))
     return routes

@@ -10,12 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from roadkit.api import Api, JSONResponse, base_url, error_response
+from roadkit.api import Api, JSONResponse, base_url, error_response, fallback_route
 from roadkit.apis.simple import operations
 from roadkit.apis.simple.capabilities import build_capabilities, with_base_url
 from roadkit.apis.simple.inputs import read_parameters
 from roadkit.docs import docs_routes
-from roadkit.errors import NotFound, OperationNotPermitted, RoadkitError
+from roadkit.errors import OperationNotPermitted, RoadkitError
 
 if TYPE_CHECKING:
     from roadkit.service import Service
@@ -78,17 +78,14 @@ def build_routes(service: Service) -> list[BaseRoute]:
 
         return run
 
-    async def not_found(request: Request) -> Response:
-        return error_response(NotFound(f"Not found: {request.url.path}"))
-
     handlers: dict[str, Handler] = {"route": operations.route, "isochrone": operations.isochrone, "nearest": operations.nearest}
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/getcapabilities", getcapabilities, methods=["GET", "POST"]),
         *[Route(f"/{names[op]}", endpoint(op, handler), methods=["GET", "POST"]) for op, handler in handlers.items()],
         *docs_routes("roadkit simple API 1.0.0", lambda request: simple_openapi(service, base_url(request) + PREFIX), PREFIX),
-        Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
     ]
+    routes.append(fallback_route(routes))
     return routes
 
 

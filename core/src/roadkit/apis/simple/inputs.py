@@ -96,6 +96,17 @@ class Inputs:
         return points
 
     def check_point(self, param: PointParameter, point: Coord, crs: str) -> None:
+        if crs != param.projection:
+            # In another CRS the bbox is a curved quadrilateral: the rule is the axis-aligned box
+            # inside it that the OpenAPI document publishes (``openapi_exact.inner_box``).
+            from roadkit.apis.simple.openapi_exact import inner_box
+
+            box = inner_box(self.projections, param.bbox, param.projection, crs)
+            if box is not None:
+                for axis, value, lo, hi in (("x", point[0], box[0], box[2]), ("y", point[1], box[1], box[3])):
+                    if not lo <= value <= hi:
+                        raise ParameterInvalid(param.name, f"{axis} = {value:g} is not in the bbox: expected between {lo:.2f} and {hi:.2f} in {crs}")
+                return
         try:
             in_bbox_crs = self.projections.transform_point(point, crs, param.projection)
         except Exception:

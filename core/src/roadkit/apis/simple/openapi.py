@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from roadkit import __version__
-from roadkit.operations import DESCRIPTIONS, OPERATIONS, ParameterSpec
+from roadkit.apis.simple.openapi_exact import Shared, request_schema
+from roadkit.operations import DESCRIPTIONS, OPERATIONS
 
 if TYPE_CHECKING:
     from roadkit.service import Service
@@ -103,52 +104,23 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
-def _schema(spec: ParameterSpec) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "point": {"type": "string", "pattern": r"^-?\d+(\.\d*)?,-?\d+(\.\d*)?$"},
-        "enumeration": {"type": "string"},
-        "boolean": {"type": "boolean"},
-        "float": {"type": "number"},
-        "integer": {"type": "integer"},
-        "string": {"type": "string"},
-        "constraint": {"type": "object"},
-    }[spec.type]
-    if spec.name == "date_time":
-        base = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$"}
-    return base
-
-
-def _query_parameter(spec: ParameterSpec) -> dict[str, Any]:
-    schema = _schema(spec)
-    if spec.type in ("boolean", "float", "integer"):
-        schema = {"type": "string", "description": f"a {spec.type} written as text"}
-    if spec.multi:
-        schema = {"type": "string", "description": f"{spec.min} to {spec.max} values separated by '|'"}
-    return {"name": spec.name, "in": "query", "required": spec.required, "description": spec.description, "schema": schema, "example": spec.example}
-
-
-def _body_schema(specs: tuple[ParameterSpec, ...]) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
-    for spec in specs:
-        schema = _schema(spec)
-        if spec.type in ("boolean", "float", "integer"):
-            schema = {"oneOf": [schema, {"type": "string"}]}
-        if spec.multi:
-            schema = {"oneOf": [{"type": "array", "items": schema, "minItems": max(spec.min, 1), "maxItems": spec.max}, {"type": "string"}]}
-        properties[spec.name] = {**schema, "description": spec.description}
-    return {"type": "object", "required": [s.name for s in specs if s.required and not s.defaulted], "properties": properties}
+def _descriptions(op: str) -> str:
+    lines = [f"- `{spec.name}`{' (required)' if spec.required else ''}: {spec.description}" for spec in OPERATIONS[op]]
+    return "Parameters (the schema lists, per resource, request CRS and cost, the values accepted):\n" + "\n".join(lines)
 
 
 def _responses(schema: str) -> dict[str, Any]:
     error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    return {
+    responses = {
         "200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}},
         "400": {"description": "A parameter is missing or invalid; the message names it and what was expected.", **error},
         "404": {"description": "No path or no isochrone found.", **error},
         "413": {"description": "The POST body is too large.", **error},
+        "502": {"description": "The engine gave an unexpected answer.", **error},
         "503": {"description": "The service is starting or the source is unavailable.", **error},
         "504": {"description": "The engine did not answer in time.", **error},
     }
+    return responses
 
 
 def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict[str, Any]:
@@ -159,22 +131,37 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
                 "operationId": "getcapabilities",
                 "summary": "What the service offers: operations, parameters, resources and their values.",
                 "responses": {"200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}}}},
-            }
+            },
+            "post": {
+                "operationId": "getcapabilities-post",
+                "summary": "The same as GET (Road2 accepts both).",
+                "responses": {"200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}}}},
+            },
         }
     }
     schemas = {"route": "RouteResponse", "isochrone": "IsochroneResponse", "nearest": "NearestResponse"}
-    for op, specs in OPERATIONS.items():
+    resources = list(service.resources.values())
+    shared = Shared()
+    for op in OPERATIONS:
+        if not any(op in r.operations for r in resources):
+            continue  # no resource offers it: the path answers 400 operation_not_permitted, not documented
         paths[f"/{names[op]}"] = {
             "get": {
                 "operationId": f"{op}-get",
                 "summary": DESCRIPTIONS[op],
-                "parameters": [_query_parameter(spec) for spec in specs],
+                "description": _descriptions(op),
+                "parameters": [{
+                    "name": "parameters", "in": "query", "style": "form", "explode": True, "required": True,
+                    "description": "Every parameter is its own query parameter (?resource=...&start=...); values as text.",
+                    "schema": request_schema(service, op, resources, post=False, shared=shared),
+                }],
                 "responses": _responses(schemas[op]),
             },
             "post": {
                 "operationId": f"{op}-post",
                 "summary": DESCRIPTIONS[op] + " Parameters in a JSON body; scalars may be JSON strings or native values.",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _body_schema(specs)}}},
+                "description": _descriptions(op),
+                "requestBody": {"required": True, "content": {"application/json": {"schema": request_schema(service, op, resources, post=True, shared=shared)}}},
                 "responses": _responses(schemas[op]),
             },
         }
@@ -184,5 +171,5 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
         "info": {"title": f"{app.title} — simple API", "version": "1.0.0", "description": app.description, "x-roadkit-version": __version__},
         "servers": [{"url": base}],
         "paths": paths,
-        "components": {"schemas": SCHEMAS},
+        "components": {"schemas": {**SCHEMAS, **shared.schemas}},
     }

@@ -1,0 +1,124 @@
+"""Memory of the Monaco demo with 1, 2 and 4 worker processes: PSS, not RSS.
+
+PSS (proportional set size, ``/proc/<pid>/smaps_rollup``) divides every shared page among the
+processes that map it, so the sum over the administrator and its workers is what the service
+really costs; RSS would count a memory-mapped dataset once per worker.
+
+Run with ``python bench/memory_workers.py [--workers 1 2 4] [--mmap/--no-mmap]`` after
+``roadkit prepare --config examples/monaco/server.toml``. The demo's OSRM and Valhalla sources are
+used (pgRouting needs its database: left out). Each worker answers one request of every resource
+before the measurement, so the engines have touched their data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from common import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "monaco"
+ROUTES = [
+    {"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"},
+    {"resource": "monaco-valhalla", "start": "7.41337,43.72956", "end": "7.41983,43.73115"},
+]
+
+
+def pss_kib(pid: int) -> int:
+    """The PSS of one process in KiB."""
+    text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    match = re.search(r"^Pss:\s+(\d+) kB", text, re.M)
+    assert match is not None
+    return int(match.group(1))
+
+
+def rss_kib(pid: int) -> int:
+    text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    match = re.search(r"^Rss:\s+(\d+) kB", text, re.M)
+    assert match is not None
+    return int(match.group(1))
+
+
+def setup(workdir: Path, workers: int, mmap: bool) -> tuple[Path, int, int]:
+    example = workdir / "monaco"
+    shutil.copytree(EXAMPLE, example, symlinks=True, ignore=shutil.ignore_patterns("*pgrouting*"))
+    if not (example / "data").exists():
+        (example / "data").symlink_to(EXAMPLE / "data")
+    admin_port, service_port = free_port(), free_port()
+    server = example / "server.toml"
+    text = server.read_text().replace("port = 8079", f"port = {admin_port}").replace('workers = "auto"', f"workers = {workers}")
+    server.write_text(text.replace('level = "info"', 'level = "warning"'))
+    service = example / "service.toml"
+    service.write_text(service.read_text().replace("port = 8080", f"port = {service_port}"))
+    if not mmap:
+        for source in (example / "sources").glob("monaco-*-*.source"):
+            source.write_text(source.read_text().replace('algorithm = "', 'mmap = false\nalgorithm = "'))
+    return server, admin_port, service_port
+
+
+def measure(workers: int, mmap: bool) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server, admin_port, service_port = setup(Path(tmp), workers, mmap)
+        process = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            described: dict[str, object] = {}
+            while time.monotonic() < deadline:
+                try:
+                    described = httpx.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main").json()
+                    if described.get("lifecycle") == "ready":
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.2)
+            pids = [p["pid"] for p in described["processes"]]  # type: ignore[index]
+            # Enough requests that every worker (they share one accept queue) computed some of each.
+            with httpx.Client(base_url=f"http://127.0.0.1:{service_port}", limits=httpx.Limits(max_keepalive_connections=0)) as client:
+                for _ in range(20 * workers):
+                    for params in ROUTES:
+                        assert client.get("/simple/1.0.0/route", params=params).status_code == 200
+            time.sleep(0.5)
+            admin_pss = pss_kib(process.pid)
+            worker_pss = [pss_kib(pid) for pid in pids]
+            worker_rss = [rss_kib(pid) for pid in pids]
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
+    return {
+        "workers": workers,
+        "admin_pss_mib": admin_pss / 1024,
+        "workers_pss_mib": sum(worker_pss) / 1024,
+        "total_pss_mib": (admin_pss + sum(worker_pss)) / 1024,
+        "per_worker_pss_mib": sum(worker_pss) / 1024 / workers,
+        "workers_rss_mib": sum(worker_rss) / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--no-mmap", action="store_true", help="OSRM reads its files into each worker (for comparison)")
+    args = parser.parse_args()
+    print(f"| workers | total PSS (MiB) | administrator | workers | per worker | workers' RSS (MiB) |  (OSRM mmap: {not args.no_mmap})")
+    print("|---|---|---|---|---|---|")
+    for workers in args.workers:
+        row = measure(workers, not args.no_mmap)
+        print(
+            f"| {workers} | {row['total_pss_mib']:.0f} | {row['admin_pss_mib']:.0f} | {row['workers_pss_mib']:.0f} | "
+            f"{row['per_worker_pss_mib']:.0f} | {row['workers_rss_mib']:.0f} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,389 @@
+"""Exact request schemas of the simple API, generated from the service's resources.
+
+A request is schema-valid exactly when the service accepts it (as far as JSON Schema can say):
+one variant per resource, request CRS and cost (profile + optimization, or profile + costType),
+with the resource's enumerations, the bbox as number ranges in that CRS, the bounds of numbers
+and of multi-valued parameters, and the constraint combinations the sources can apply. The GET
+query and the POST body share one schema: GET serialises it as form-exploded query parameters
+(every value as text), POST as a JSON object (native values accepted too, as the server does).
+
+Where a domain cannot be written as a pattern (an arbitrary decimal range), the pattern describes
+a slightly smaller, safe part of it: schema-valid requests are always accepted.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from roadkit.constraint_support import check_bans
+from roadkit.errors import RoadkitError
+from roadkit.operations import OPERATIONS, ParameterSpec
+from roadkit.parameters import (
+    BoolParameter,
+    ConstraintParameter,
+    EnumParameter,
+    NumberParameter,
+    Parameter,
+    PointParameter,
+    StringParameter,
+)
+
+if TYPE_CHECKING:
+    from roadkit.projections import ProjectionRegistry
+    from roadkit.resources import Resource
+    from roadkit.service import Service
+
+#: Above this many constraint combinations, only single constraints are described.
+MAX_CONSTRAINT_COMBINATIONS = 200
+#: How much of a transformed bbox is kept on each side (projections bend edges).
+_MARGIN = 0.01
+#: ``date_time``: real dates (days 01-28 are valid in every month) and times.
+DATE_TIME_PATTERN = r"^[1-9]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d$"
+_WS = r"\s*"
+
+
+# -- decimal ranges as regular expressions ----------------------------------------------------
+
+
+def _digit_ranges(lo: str, hi: str) -> list[list[str]]:
+    """Token lists (one token per digit) matching every digit string from ``lo`` to ``hi`` (same length)."""
+    if lo == hi:
+        return [list(lo)]
+    if len(lo) == 1:
+        return [[f"[{lo}-{hi}]"]]
+    rest = len(lo) - 1
+    if lo[0] == hi[0]:
+        return [[lo[0], *tail] for tail in _digit_ranges(lo[1:], hi[1:])]
+    if lo[1:] == "0" * rest and hi[1:] == "9" * rest:
+        return [[f"[{lo[0]}-{hi[0]}]", *[r"\d"] * rest]]
+    parts = [[lo[0], *tail] for tail in _digit_ranges(lo[1:], "9" * rest)]
+    if int(hi[0]) - int(lo[0]) > 1:
+        middle = f"[{int(lo[0]) + 1}-{int(hi[0]) - 1}]" if int(hi[0]) - int(lo[0]) > 2 else str(int(lo[0]) + 1)
+        parts.append([middle, *[r"\d"] * rest])
+    parts += [[hi[0], *tail] for tail in _digit_ranges("0" * rest, hi[1:])]
+    return parts
+
+
+def _segments(lo: int, hi: int) -> list[tuple[int, int]]:
+    """[lo, hi] (both >= 0) cut where the count of digits changes."""
+    found = []
+    for digits in range(len(str(lo)), len(str(hi)) + 1):
+        a, b = max(lo, 10 ** (digits - 1) if digits > 1 else 0), min(hi, 10**digits - 1)
+        if a <= b:
+            found.append((a, b))
+    return found
+
+
+def _level(low: int, high: int, k: int) -> list[str]:
+    """Alternatives for the texts ``N`` (k = 0, then optional decimals) or ``N/10^k`` written with k
+    decimals then any digits, for N in [low, high]: values in [low/10^k, (high+1)/10^k)."""
+    found = []
+    for a, b in _segments(low, high):
+        width = max(len(str(b)), k + 1)
+        for tokens in _digit_ranges(str(a).zfill(width), str(b).zfill(width)):
+            if k:
+                found.append("".join(tokens[:-k]) + r"\." + "".join(tokens[-k:]) + r"\d*")
+            else:
+                found.append("".join(tokens) + r"(?:\.\d*)?")
+    return found
+
+
+def decimal_pattern(lo: float, hi: float, *, integer: bool = False) -> str | None:
+    """A regex (unanchored) of decimal texts whose value is in [lo, hi]; None when the range is empty.
+
+    Integers: exactly the range (leading zeros allowed). Decimals: the union, for k = 0 up to a
+    few digits past what the range needs, of "k decimals then any digits" whose every reading stays
+    inside: all but texts within 10^-K of the ends.
+    """
+    if hi < lo:
+        return None
+    if lo < 0 < hi:  # the larger side only (Monaco and most extents do not straddle 0)
+        lo, hi = (0.0, hi) if hi >= -lo else (lo, 0.0)
+    negative = hi <= 0 and lo < 0
+    if negative:
+        lo, hi = -hi, -lo
+    alternatives: list[str] = []
+    if integer:
+        low, high = math.ceil(lo), math.floor(hi)
+        if high < low:
+            return None
+        for a, b in _segments(low, high):
+            alternatives += ["".join(t) for t in _digit_ranges(str(a).zfill(len(str(b))), str(b))]
+    else:
+        span = hi - lo
+        needed = max(0, math.ceil(math.log10(100 / span))) if span > 0 else 1
+        for k in range(0, needed + 3):
+            low, high = math.ceil(lo * 10**k), math.floor(hi * 10**k) - 1
+            if low <= high:
+                alternatives += _level(low, high, k)
+    if not alternatives:
+        return None
+    return ("-" if negative else "0*") + "(?:" + "|".join(alternatives) + ")"
+
+
+# -- points in a CRS ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def inner_box(projections: ProjectionRegistry, bbox: tuple[float, float, float, float], projection: str, crs: str) -> tuple[float, float, float, float] | None:
+    """An axis-aligned box in ``crs`` whose points all fall inside ``bbox`` (given in ``projection``).
+
+    The simple API checks points given in another CRS against this box (``Inputs.check_point``), so
+    the document's ranges are the service's rule, exactly.
+    """
+    xmin, ymin, xmax, ymax = bbox
+    if crs == projection:
+        return bbox
+    steps = [i / 20 for i in range(21)]
+    edges = {
+        "left": [(xmin, ymin + t * (ymax - ymin)) for t in steps],
+        "right": [(xmax, ymin + t * (ymax - ymin)) for t in steps],
+        "bottom": [(xmin + t * (xmax - xmin), ymin) for t in steps],
+        "top": [(xmin + t * (xmax - xmin), ymax) for t in steps],
+    }
+    try:
+        out = {side: projections.transform(points, projection, crs) for side, points in edges.items()}
+    except Exception:
+        return None
+    box = [max(p[0] for p in out["left"]), max(p[1] for p in out["bottom"]), min(p[0] for p in out["right"]), min(p[1] for p in out["top"])]
+    for _ in range(10):
+        dx, dy = (box[2] - box[0]) * _MARGIN, (box[3] - box[1]) * _MARGIN
+        box = [box[0] + dx, box[1] + dy, box[2] - dx, box[3] - dy]
+        if box[0] >= box[2] or box[1] >= box[3]:
+            return None
+        corners = [(box[0], box[1]), (box[0], box[3]), (box[2], box[1]), (box[2], box[3])]
+        back = projections.transform(corners, crs, projection)
+        if all(xmin <= x <= xmax and ymin <= y <= ymax for x, y in back):
+            return (box[0], box[1], box[2], box[3])
+    return None
+
+
+def point_text_pattern(box: tuple[float, float, float, float]) -> str | None:
+    """``x,y`` inside ``box`` (unanchored)."""
+    x, y = decimal_pattern(box[0], box[2]), decimal_pattern(box[1], box[3])
+    return f"{x},{y}" if x and y else None
+
+
+# -- one parameter of one variant ---------------------------------------------------------------
+
+
+def _anchored(pattern: str) -> str:
+    return f"^{pattern}$"
+
+
+def _multi_text(item: str, spec: ParameterSpec) -> str:
+    """``item`` repeated ``spec.min``..``spec.max`` times, '|'-separated (GET form), anchored."""
+    least = max(spec.min, 1)
+    more = f"(?:\\|(?:{item})){{{least - 1},{spec.max - 1}}}"
+    return f"^(?:{item}){more}$"
+
+
+def _text_or_native(text: dict[str, Any], native: dict[str, Any] | None, *, post: bool) -> dict[str, Any]:
+    return {"anyOf": [native, text]} if post and native else text
+
+
+def parameter_schema(service: Service, param: Parameter, crs: str, *, post: bool) -> dict[str, Any] | None:
+    """The schema of one parameter's value, or None when no value can be described (leave it out)."""
+    spec = param.spec
+    if isinstance(param, PointParameter):
+        box = inner_box(service.projections, param.bbox, param.projection, crs)
+        item = point_text_pattern(box) if box else None
+        if item is None or box is None:
+            return None
+        if spec.multi:
+            text = {"type": "string", "pattern": _multi_text(f"{_WS}{item}{_WS}", spec)}
+            pair = {"type": "array", "prefixItems": [{"type": "number", "minimum": box[0], "maximum": box[2]},
+                                                     {"type": "number", "minimum": box[1], "maximum": box[3]}],
+                    "items": False, "minItems": 2}
+            native = {"type": "array", "items": {"anyOf": [pair, {"type": "string", "pattern": _anchored(f"{_WS}{item}{_WS}")}]},
+                      "minItems": max(spec.min, 1), "maxItems": spec.max}
+            return _text_or_native(text, native, post=post)
+        text = {"type": "string", "pattern": _anchored(f"{_WS}{item}{_WS}")}
+        native = {"type": "array", "prefixItems": [{"type": "number", "minimum": box[0], "maximum": box[2]},
+                                                   {"type": "number", "minimum": box[1], "maximum": box[3]}],
+                  "items": False, "minItems": 2}
+        return _text_or_native(text, native, post=post)
+    if isinstance(param, EnumParameter):
+        if not param.values:
+            return None
+        if spec.multi:
+            item = "|".join(re.escape(v) for v in param.values)
+            text = {"type": "string", "pattern": _multi_text(item, spec)}
+            native = {"type": "array", "items": {"enum": list(param.values)}, "minItems": max(spec.min, 1), "maxItems": spec.max}
+            return _text_or_native(text, native, post=post)
+        return {"type": "string", "enum": list(param.values)}
+    if isinstance(param, BoolParameter):
+        words = [str(v).lower() for v in param.values]
+        return _text_or_native({"type": "string", "enum": words}, {"type": "boolean", "enum": list(param.values)}, post=post)
+    if isinstance(param, NumberParameter):
+        lo = param.min if param.min is not None else -1e9
+        hi = param.max if param.max is not None else 1e9
+        number = decimal_pattern(lo, hi, integer=param.integer)
+        if number is None:
+            return None
+        item = f"{_WS}\\+?{number}{_WS}" if not number.startswith("-") else f"{_WS}{number}{_WS}"
+        native = {"type": "integer" if param.integer else "number", "minimum": lo, "maximum": hi}
+        if spec.multi:
+            text = {"type": "string", "pattern": _multi_text(item, spec)}
+            many = {"type": "array", "items": native, "minItems": max(spec.min, 1), "maxItems": spec.max}
+            return {"anyOf": [many, native, text]} if post else text
+        return _text_or_native({"type": "string", "pattern": _anchored(item)}, native, post=post)
+    if isinstance(param, StringParameter):
+        if param.pattern is not None:
+            return {"type": "string", "pattern": _anchored(param.pattern)}
+        return {"type": "string"}
+    return None
+
+
+def constraint_texts(param: ConstraintParameter) -> list[dict[str, Any]]:
+    """Every single constraint the parameter accepts (JSON objects), when they can be listed."""
+    found: list[dict[str, Any]] = []
+    for spec in param.keys.values():
+        if spec.numeric or not spec.values:
+            return []  # numbers: not a finite list
+        for ctype, op, value in itertools.product(spec.types, spec.operators, spec.values):
+            found.append({"constraintType": ctype, "key": spec.key, "operator": op, "value": value})
+    return found
+
+
+def constraint_schema(param: ConstraintParameter, resource: Resource, source: Any, context: str, *, post: bool) -> dict[str, Any] | None:
+    """The constraint lists ``source`` applies: each list as '|'-joined compact JSON (GET) or an array (POST)."""
+    singles = constraint_texts(param)
+    if not singles:
+        return None
+    spec = param.spec
+    sizes = range(max(spec.min, 1), spec.max + 1)
+    count = sum(len(singles) ** n for n in sizes)
+    if count > MAX_CONSTRAINT_COMBINATIONS:
+        sizes = range(1, 2)
+    accepted: list[tuple[dict[str, Any], ...]] = []
+    for size in sizes:
+        for combo in itertools.product(singles, repeat=size):
+            try:
+                parsed = [param.parse(c) for c in combo]
+                check_bans(param, source, parsed, context)
+            except RoadkitError:
+                continue
+            accepted.append(combo)
+    if not accepted:
+        return None
+    texts = ["|".join(json.dumps(c, separators=(",", ":")) for c in combo) for combo in accepted]
+    text = {"type": "string", "enum": texts}
+    if not post:
+        return text
+    arrays = [{"type": "array", "prefixItems": [{"const": c} for c in combo], "items": False, "minItems": len(combo)} for combo in accepted]
+    return {"anyOf": [text, *arrays]}
+
+
+# -- variants ----------------------------------------------------------------------------------
+
+
+def _optional(schema: dict[str, Any], *, post: bool) -> dict[str, Any]:
+    """An optional parameter may also be empty (GET, POST) or null (POST): the server reads it as absent."""
+    extra: list[dict[str, Any]] = [{"const": ""}]
+    if post:
+        extra.append({"type": "null"})
+    return {"anyOf": [schema, *extra]}
+
+
+def _costs(resource: Resource, op: str) -> list[tuple[str, str, str, Any]]:
+    """(first name, first value, second name, source) of every cost the resource computes for ``op``."""
+    if op == "route":
+        return [(p, o, "optimization", s) for (p, o), s in sorted(resource.route_index.items())]
+    if op == "isochrone":
+        return [(p, c, "costType", s) for (p, c), s in sorted(resource.isochrone_index.items())]
+    return []
+
+
+class Shared:
+    """Schemas used by several variants, kept once under ``components/schemas`` and referenced."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, dict[str, Any]] = {}
+        self._names: dict[str, str] = {}
+
+    def ref(self, schema: dict[str, Any], hint: str) -> dict[str, Any]:
+        text = json.dumps(schema, sort_keys=True)
+        if len(text) < 120:
+            return schema
+        name = self._names.get(text)
+        if name is None:
+            name = f"{hint}-{len(self._names) + 1}"
+            self._names[text] = name
+            self.schemas[name] = schema
+        return {"$ref": f"#/components/schemas/{name}"}
+
+
+def variants(service: Service, resource: Resource, op: str, *, post: bool, shared: Shared | None = None) -> list[dict[str, Any]]:
+    """The object schemas of ``op`` on ``resource``: one per request CRS and cost."""
+    shared = shared or Shared()
+    operation = resource.operations[op]
+    specs = {spec.name: spec for spec in OPERATIONS[op]}
+    crs_param = operation.parameters.get("crs")
+    crs_values = list(crs_param.values) if isinstance(crs_param, EnumParameter) and crs_param.values else ["EPSG:4326"]
+    nearest: list[tuple[str | None, str | None, str | None, Any]] = [(None, None, None, resource.sources[0] if resource.sources else None)]
+    costs: Sequence[tuple[str | None, str | None, str | None, Any]] = list(_costs(resource, op)) or nearest
+    found = []
+    for crs, (profile, second, second_name, source) in itertools.product(crs_values, costs):
+        properties: dict[str, Any] = {"resource": {"const": resource.id}}
+        required = ["resource"]
+        fixed = {"crs": crs}
+        if profile is not None and second_name is not None:
+            fixed.update({"profile": profile, second_name: second})
+        for name, value in fixed.items():
+            param = operation.parameters.get(name)
+            if param is None:
+                continue
+            properties[name] = {"const": value}
+            if param.default() != value:
+                required.append(name)
+            else:
+                properties[name] = _optional({"const": value}, post=post)
+        context = f"profile '{profile}' and {second_name} '{second}'"
+        for name, spec in specs.items():
+            if name in properties or name in ("resource",):
+                continue
+            if name == "date_time" and name not in operation.parameters:
+                properties[name] = _optional({"type": "string", "pattern": DATE_TIME_PATTERN}, post=post)
+                continue
+            param = operation.parameters.get(name)
+            if param is None:
+                continue
+            if isinstance(param, ConstraintParameter):
+                schema = constraint_schema(param, resource, source, context, post=post)
+            else:
+                schema = parameter_schema(service, param, crs, post=post)
+            if schema is None:
+                if spec.required and param.default() is None:
+                    break  # no value of a required parameter can be described: no variant
+                continue
+            if name == "date_time":
+                schema = {"allOf": [schema, {"pattern": DATE_TIME_PATTERN}]}
+            schema = shared.ref(schema, f"{'post' if post else 'get'}-{name}")
+            if spec.required and param.default() is None:
+                required.append(name)
+            else:
+                schema = _optional(schema, post=post)
+            properties[name] = schema
+        else:
+            found.append({"type": "object", "required": required, "properties": properties})
+    return found
+
+
+def request_schema(service: Service, op: str, resources: Iterable[Resource], *, post: bool, shared: Shared | None = None) -> dict[str, Any]:
+    """One schema for ``op``: any variant of any resource offering it (big parts kept in ``shared``)."""
+    every = [v for r in resources if op in r.operations for v in variants(service, r, op, post=post, shared=shared)]
+    schema: dict[str, Any] = {"type": "object", "anyOf": every} if every else {"type": "object", "not": {}}
+    if not post:
+        # Other query parameters are ignored, each given once: an array would repeat its key (refused).
+        schema["additionalProperties"] = {"type": "string"}
+    return schema
+
+
+__all__ = ["DATE_TIME_PATTERN", "Shared", "decimal_pattern", "inner_box", "request_schema", "variants"]
