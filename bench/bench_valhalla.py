@@ -59,10 +59,10 @@ def service_config(workdir: Path, config: Path, port: int) -> Path:
     return path
 
 
-def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int, admin_port: int) -> Path:
-    """A server file serving only the Valhalla source and resource on free ports."""
-    (workdir / "sources").mkdir()
-    (workdir / "resources").mkdir()
+def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int, admin_port: int, workers: int | None = None) -> Path:
+    """A server file serving only the Valhalla source and resource on free ports (``workers``: child processes)."""
+    (workdir / "sources").mkdir(exist_ok=True)
+    (workdir / "resources").mkdir(exist_ok=True)
     (workdir / "sources" / "valhalla.source").write_text(
         f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{config}"\n[limits]\nthreads = {threads}\n'
         '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
@@ -78,7 +78,8 @@ def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int,
     server = workdir / "server.toml"
     server.write_text(
         f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        '[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "same-process"\n'
+        '[[services]]\nid = "main"\nconfiguration = "service.toml"\n'
+        + ('mode = "same-process"\n' if workers is None else f'mode = "child-process"\nworkers = {workers}\n')
     )
     return server
 
@@ -130,7 +131,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="engine threads of both servers (they share one core)")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds per server; the best round is reported")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        help=(
+            "whole-machine runs instead: roadkit with N worker processes (1 Actor each) "
+            "against valhalla_service with N threads, nothing pinned"
+        ),
+    )
     args = parser.parse_args()
+    if args.workers:
+        whole_machine(args)
+        return
 
     pin_client()
     config = prepare()
@@ -181,6 +194,45 @@ def main() -> None:
                 min_ratio=0.9,
                 max_extra_p50_ms=None,
             )
+
+
+def whole_machine(args: argparse.Namespace) -> None:
+    """roadkit with N workers (child processes, one Actor each) against valhalla_service with N threads."""
+    config = prepare()
+    pairs, points = random_pairs(args.requests), random_points(args.requests)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        binary = Path(valhalla.__file__).parent / "bin" / "valhalla_service"
+        for workers in args.workers:
+            engine_port, service_port, admin_port = free_port(), free_port(), free_port()
+            service = subprocess.Popen(
+                [str(binary), str(service_config(workdir, config, engine_port)), str(workers)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                wait_http(engine_urls(engine_port, pairs[:1], points[:1])["route"][0])
+                engine = measure(f"valhalla_service -t {workers}", engine_urls(engine_port, pairs, points), args.concurrency, args.duration)
+            finally:
+                service.terminate()
+                service.wait()
+            server = roadkit_config(workdir, config, 1, service_port, admin_port, workers)
+            serve = subprocess.Popen(
+                [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            try:
+                wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+                ours = measure(f"roadkit, {workers} worker(s)", roadkit_urls(service_port, pairs, points), args.concurrency, args.duration)
+            finally:
+                serve.terminate()
+                serve.wait()
+            rows.extend((op, workers, c, engine[(op, c)], ours[(op, c)]) for op in ("route", "isochrone") for c in args.concurrency)
+    print(f"\nWhole machine ({len(os.sched_getaffinity(0))} cores, client included), Monaco car routes with steps and 5-minute isochrones")
+    print("| requests | workers / threads | clients | valhalla_service req/s | roadkit req/s | ratio |")
+    print("|---|---|---|---|---|---|")
+    for op, workers, c, engine_result, ours_result in rows:
+        print(f"| {op} | {workers} | {c} | {engine_result.rps:.0f} | {ours_result.rps:.0f} | {ours_result.rps / engine_result.rps:.2f} |")
 
 
 if __name__ == "__main__":
