@@ -105,14 +105,28 @@ def main() -> None:
             wait_http(f"http://127.0.0.1:{admin}/admin/1.0.0/health")
             wait_http(urls[0])
             spy = subprocess.Popen(
-                [_py_spy(), "record", "--pid", str(serve.pid), "--duration", str(int(args.seconds)), "--format", "raw", "--output", str(raw), "--nonblocking"],
+                [
+                    _py_spy(),
+                    "record",
+                    "--pid",
+                    str(serve.pid),
+                    "--duration",
+                    str(int(args.seconds)),
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(raw),
+                    "--nonblocking",
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             time.sleep(0.5)
             result: list[object] = []
             loader = threading.Thread(
-                target=lambda: result.append(load("roadkit", urls, concurrency=args.concurrency, duration=args.seconds, check=lambda s, b: s == 200))
+                target=lambda: result.append(
+                    load("roadkit", urls, concurrency=args.concurrency, duration=args.seconds, check=lambda s, b: s == 200)
+                )
             )
             loader.start()
             spy.wait()

@@ -43,11 +43,16 @@ def _ok(status: int, body: bytes) -> bool:
 
 
 #: scenario -> (engine family, engine URL path of a pair, roadkit URL path of a pair, what it is)
-SCENARIOS: dict[str, tuple[str, Callable[[tuple[float, float], tuple[float, float]], str], Callable[[tuple[float, float], tuple[float, float]], str], str]] = {
+SCENARIOS: dict[
+    str,
+    tuple[str, Callable[[tuple[float, float], tuple[float, float]], str], Callable[[tuple[float, float], tuple[float, float]], str], str],
+] = {
     "osrm-polyline": (
         "osrm",
         lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=polyline&steps=false",
-        lambda a, b: f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&geometryFormat=polyline&getSteps=false&getBbox=false",
+        lambda a, b: (
+            f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&geometryFormat=polyline&getSteps=false&getBbox=false"
+        ),
         "OSRM route, polyline, no steps",
     ),
     "osrm-geojson-steps": (
@@ -64,16 +69,18 @@ SCENARIOS: dict[str, tuple[str, Callable[[tuple[float, float], tuple[float, floa
     ),
     "valhalla-route": (
         "valhalla",
-        lambda a, b: "/route?json="
-        + urllib.parse.quote(
-            json.dumps(
-                {
-                    "locations": [{"lon": a[0], "lat": a[1]}, {"lon": b[0], "lat": b[1]}],
-                    "costing": "auto",
-                    "directions_options": {"format": "osrm"},
-                    "shape_format": "geojson",
-                },
-                separators=(",", ":"),
+        lambda a, b: (
+            "/route?json="
+            + urllib.parse.quote(
+                json.dumps(
+                    {
+                        "locations": [{"lon": a[0], "lat": a[1]}, {"lon": b[0], "lat": b[1]}],
+                        "costing": "auto",
+                        "directions_options": {"format": "osrm"},
+                        "shape_format": "geojson",
+                    },
+                    separators=(",", ":"),
+                )
             )
         ),
         lambda a, b: f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false",
@@ -81,9 +88,14 @@ SCENARIOS: dict[str, tuple[str, Callable[[tuple[float, float], tuple[float, floa
     ),
     "valhalla-isochrone": (
         "valhalla",
-        lambda a, b: "/isochrone?json="
-        + urllib.parse.quote(
-            json.dumps({"locations": [{"lon": a[0], "lat": a[1]}], "costing": "auto", "contours": [{"time": 5.0}], "polygons": True}, separators=(",", ":"))
+        lambda a, b: (
+            "/isochrone?json="
+            + urllib.parse.quote(
+                json.dumps(
+                    {"locations": [{"lon": a[0], "lat": a[1]}], "costing": "auto", "contours": [{"time": 5.0}], "polygons": True},
+                    separators=(",", ":"),
+                )
+            )
         ),
         lambda a, b: f"/simple/1.0.0/isochrone?resource=monaco&point={a[0]},{a[1]}&costType=time&costValue=300&timeUnit=second",
         "Valhalla 5-minute isochrone",
@@ -108,7 +120,19 @@ def osrm_dataset() -> Path:
     cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / "bench-osrm"
     dataset = cache / "car-fastest" / "monaco.osrm"
     if not Path(str(dataset) + ".hsgr").exists():
-        subprocess.run([sys.executable, "-m", "roadkit.cli", "osrm-build", str(ROOT / "examples/monaco/monaco.osm.pbf"), str(dataset), "--profile", "car"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "roadkit.cli",
+                "osrm-build",
+                str(ROOT / "examples/monaco/monaco.osm.pbf"),
+                str(dataset),
+                "--profile",
+                "car",
+            ],
+            check=True,
+        )
     return dataset
 
 
@@ -119,25 +143,42 @@ def valhalla_config() -> Path:
     config = cache / "valhalla.json"
     if not config.exists():
         example = ROOT / "examples" / "monaco"
-        subprocess.run([sys.executable, "-m", "roadkit.cli", "valhalla-build", str(example / "monaco.osm.pbf"), str(cache), "--gtfs", str(example / "gtfs")], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "roadkit.cli",
+                "valhalla-build",
+                str(example / "monaco.osm.pbf"),
+                str(cache),
+                "--gtfs",
+                str(example / "gtfs"),
+            ],
+            check=True,
+        )
     return config
 
 
-def roadkit_files(workdir: Path, family: str, port: int, admin: int, *, workers: str | int, threads: int, http_server: str | None = None) -> Path:
+def roadkit_files(
+    workdir: Path, family: str, port: int, admin: int, *, workers: str | int, threads: int, http_server: str | None = None
+) -> Path:
     """The bench service of one engine family, with ``workers`` child processes (0: same process)."""
     for folder in ("sources", "resources"):
         (workdir / folder).mkdir(exist_ok=True)
     if family == "osrm":
         (workdir / "sources" / "car.source").write_text(
-            f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{osrm_dataset()}"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
+            f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{osrm_dataset()}"\n'
+            '[cost]\nprofile = "car"\noptimization = "fastest"\n'
         )
         (workdir / "resources" / "monaco.resource").write_text(
-            'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n[apis.osrm]\nprofiles = { driving = "car" }\n'
+            'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n'
+            '[apis.osrm]\nprofiles = { driving = "car" }\n'
         )
         apis = '[[apis]]\nname = "simple"\nversion = "1.0.0"\n[[apis]]\nname = "osrm"\nversion = "1.0.0"\n'
     else:
         (workdir / "sources" / "valhalla.source").write_text(
-            f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n[limits]\nthreads = {threads}\n'
+            f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n'
+            f"[limits]\nthreads = {threads}\n"
             '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
         )
         (workdir / "resources" / "monaco.resource").write_text(
@@ -147,7 +188,9 @@ def roadkit_files(workdir: Path, family: str, port: int, admin: int, *, workers:
         apis = ""
     (workdir / "service.toml").write_text(
         f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {port}\n'
-        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n' + apis + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
+        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
+        + apis
+        + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
     )
     mode = 'mode = "same-process"\n' if workers == 0 else f'mode = "child-process"\nworkers = {json.dumps(workers)}\n'
     server = workdir / "server.toml"
@@ -202,7 +245,10 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
     workers_list: list[str | int] = [1] if pinned else args.workers
     pairs: Pairs = random_pairs(args.requests)
     rng = random.Random(7)
-    points = [((round(rng.uniform(MONACO_BBOX[0], MONACO_BBOX[2]), 5), round(rng.uniform(MONACO_BBOX[1], MONACO_BBOX[3]), 5)), (0.0, 0.0)) for _ in range(args.requests)]
+    points = [
+        ((round(rng.uniform(MONACO_BBOX[0], MONACO_BBOX[2]), 5), round(rng.uniform(MONACO_BBOX[1], MONACO_BBOX[3]), 5)), (0.0, 0.0))
+        for _ in range(args.requests)
+    ]
     rows: list[dict[str, object]] = []
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     where = machine()
@@ -238,7 +284,9 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                                         load(name, urls[:50], concurrency=concurrency, duration=0.5, check=_ok, warm_up=False)
                                         before = session_cpu_seconds(pid)
                                         result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
-                                        cpu[(scenario, who, concurrency, id(result))] = 1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
+                                        cpu[(scenario, who, concurrency, id(result))] = (
+                                            1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
+                                        )
                                         print(result.line(), f" cpu {cpu[(scenario, who, concurrency, id(result))]:.3f} ms/req", flush=True)
                                         key = (scenario, who, concurrency)
                                         if key not in best or result.rps > best[key].rps:
@@ -304,7 +352,9 @@ def plot(rows: list[dict[str, object]], path: Path) -> None:
             style = "-" if label.startswith("roadkit") else "--"
             row_axes[0].plot(xs, [float(str(r["rps"])) for r in points], style, marker="o", label=label)
             line = row_axes[1].plot(xs, [float(str(r["p50_ms"])) for r in points], style, marker="o", label=f"{label} p50")
-            row_axes[1].plot(xs, [float(str(r["p99_ms"])) for r in points], ":", marker="x", color=line[0].get_color(), label=f"{label} p99")
+            row_axes[1].plot(
+                xs, [float(str(r["p99_ms"])) for r in points], ":", marker="x", color=line[0].get_color(), label=f"{label} p99"
+            )
         row_axes[0].set_title(f"{scenario}: requests/s")
         row_axes[1].set_title(f"{scenario}: latency (ms)")
         for ax in row_axes:
@@ -330,7 +380,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best of each is kept")
     parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--http-server", choices=["hypercorn", "uvicorn"], default=None, help="the service's [http] server (default: the service default)")
+    parser.add_argument(
+        "--http-server", choices=["hypercorn", "uvicorn"], default=None, help="the service's [http] server (default: the service default)"
+    )
     parser.add_argument("--name", default=None, help="results file name (default: sweep-<mode>)")
     args = parser.parse_args()
     if args.quick:

@@ -45,7 +45,10 @@ def table(rows: list[dict[str, str]], concurrency: int) -> str:
         if not at:
             continue
         engine_best = max(at, key=lambda r: float(r["rps"]))
-        ours = {w: next((r for r in mine if r["server"] == "roadkit" and r["workers"] == w and int(r["concurrency"]) == concurrency), None) for w in workers}
+        ours = {
+            w: next((r for r in mine if r["server"] == "roadkit" and r["workers"] == w and int(r["concurrency"]) == concurrency), None)
+            for w in workers
+        }
         best = max((float(r["rps"]) for r in ours.values() if r is not None), default=0.0)
         ratio = best / float(engine_best["rps"])
         target = TARGETS.get(scenario)
