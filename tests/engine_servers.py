@@ -7,10 +7,13 @@ never touches another engineer's (or another test's) servers.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
 import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -26,15 +29,15 @@ import attrs
 import pytest
 from aiohttp import web
 
+from roadkit.serving_helpers import reserve_port
+
 # urllib without the environment's proxies: a test that sets HTTP_PROXY still reaches its servers directly.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def free_port() -> int:
-    """A TCP port free on the loopback right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port reserved for an engine server (osrm-routed, valhalla_service set SO_REUSEADDR)."""
+    return reserve_port()
 
 
 class EngineServer:
@@ -158,6 +161,78 @@ class LoopbackProxy:
         port = free_port()
         await web.TCPSite(self._runner, "127.0.0.1", port).start()
         self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost: (certfile, keyfile) in PEM."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "roadkit test engine server")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    certfile, keyfile = folder / "server.crt", folder / "server.key"
+    certfile.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return certfile, keyfile
+
+
+class TlsProxy:
+    """A TLS-terminating reverse proxy on the loopback: ``https://127.0.0.1:port/...`` -> ``target/...`` over HTTP.
+
+    What an engine server behind a load balancer with a certificate looks like to a remote source.
+    ``seen`` records the path (with query) of every request it forwarded.
+    """
+
+    def __init__(self, target: str, certfile: Path, keyfile: Path) -> None:
+        self.target = target
+        self.certfile, self.keyfile = certfile, keyfile
+        self.seen: list[str] = []
+        self.url = ""
+        self._runner: web.ServerRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    async def _forward(self, request: web.BaseRequest) -> web.StreamResponse:
+        self.seen.append(request.raw_path)
+        assert self._session is not None
+        body = await request.read()
+        headers = {"Content-Type": request.content_type} if body else None
+        async with self._session.request(request.method, self.target + request.raw_path, data=body or None, headers=headers) as answer:
+            return web.Response(status=answer.status, body=await answer.read(), content_type=answer.content_type)
+
+    async def start(self) -> TlsProxy:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.certfile, self.keyfile)
+        self._session = aiohttp.ClientSession(trust_env=False)
+        self._runner = web.ServerRunner(web.Server(self._forward))
+        await self._runner.setup()
+        port = free_port()
+        await web.TCPSite(self._runner, "127.0.0.1", port, ssl_context=context).start()
+        self.url = f"https://127.0.0.1:{port}"
         return self
 
     async def stop(self) -> None:

@@ -6,6 +6,7 @@ through the source and through the simple API of a gateway service that holds no
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -31,11 +32,13 @@ from tests.engine_a.test_native_route_nearest import native_get
 from tests.engine_servers import (
     EngineServer,
     LoopbackProxy,
+    TlsProxy,
     free_port,
     kill_under_load,
     osrm_routed,
     running,
     same,
+    self_signed_certificate,
     silent_listener,
     wait_for,
     without_proxies,
@@ -278,6 +281,7 @@ async def test_an_unreachable_server_gives_a_red_source_and_503s_at_once(tmp_pat
     assert caught.value.status == 503
     assert source.state is SourceState.RED
     assert nowhere in source.health()["reason"]
+    assert "health probe failed: ClientConnectorError" in caught.value.message  # why, not just "not connected"
     for call in (source.route(ROUTE), source.nearest(NearestRequest(START))):
         with pytest.raises(SourceUnavailable):
             await call
@@ -340,6 +344,63 @@ async def test_a_hung_server_is_a_504_within_the_time_out_then_left_out_until_it
     # A server that never answered is never taken: the source is red at connection.
     with silent_listener() as hung, pytest.raises(SourceUnavailable):
         await remote(tmp_path / "hung", "car-fastest", [hung], health_timeout=0.3)
+
+
+async def test_https_servers_are_verified_against_the_system_or_the_sources_ca_file(
+    tmp_path: Path, routed: dict[str, EngineServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_proxies(monkeypatch)
+    server = routed["car-fastest"]
+    direct = await remote(tmp_path / "direct", "car-fastest", [server.url])
+    expected, expected_nearest = await direct.route(ROUTE), await direct.nearest(NearestRequest(START))
+    await direct.disconnect()
+    self_signed_certificate(tmp_path / "trusted")  # server.crt beside the source file: ca_file = "server.crt"
+    proxy = await TlsProxy(server.url, tmp_path / "trusted" / "server.crt", tmp_path / "trusted" / "server.key").start()
+    try:
+        # The system's certificates do not vouch for a self-signed one: no server answers, and the reason says why.
+        with pytest.raises(SourceUnavailable) as untrusted:
+            await remote(tmp_path / "untrusted", "car-fastest", [proxy.url])
+        assert "certificate verify failed" in untrusted.value.message
+        assert proxy.seen == []
+        # Another certificate than the one the source trusts: refused as well.
+        self_signed_certificate(tmp_path / "other")
+        with pytest.raises(SourceUnavailable):
+            await remote(tmp_path / "other", "car-fastest", [proxy.url], ca_file="server.crt")
+        assert proxy.seen == []
+
+        source = await remote(tmp_path / "trusted", "car-fastest", [proxy.url], ca_file="server.crt")
+        try:
+            same(await source.route(ROUTE), expected)
+            same(await source.nearest(NearestRequest(START)), expected_nearest)
+            assert any(path.startswith("/route/v1/driving/") for path in proxy.seen)
+            # The blocking questions (ban combinations, asked while resources are built) use the same TLS settings.
+            answer = await asyncio.to_thread(source.connected_servers().get_blocking, "/nearest/v1/driving/7.41,43.73", {})
+            assert answer is not None and answer.status == 200
+        finally:
+            await source.disconnect()
+        insecure = await remote(tmp_path / "insecure", "car-fastest", [proxy.url], verify=False)
+        same(await insecure.route(ROUTE), expected)
+        await insecure.disconnect()
+    finally:
+        await proxy.stop()
+
+
+def test_a_ca_file_must_be_readable_and_is_not_mixed_with_verify_false(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError) as missing:
+        OsrmHttpSource.from_config(read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="nowhere.pem")))
+    assert "http.ca_file: expected a readable file of PEM certificates, got 'nowhere.pem'" in missing.value.message
+    (tmp_path / "garbage.pem").write_text("not a certificate\n")
+    with pytest.raises(ConfigurationError) as garbage:
+        OsrmHttpSource.from_config(read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="garbage.pem")))
+    assert "http.ca_file: expected a readable file of PEM certificates" in garbage.value.message
+    self_signed_certificate(tmp_path)
+    with pytest.raises(ConfigurationError) as both:
+        OsrmHttpSource.from_config(
+            read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="server.crt", verify=False))
+        )
+    assert "http.ca_file: not used with verify = false" in both.value.message
+    source = OsrmHttpSource.from_config(read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="server.crt")))
+    assert isinstance(source, OsrmHttpSource) and source.options.http.relative_to(source.config.path).ca_file == tmp_path / "server.crt"
 
 
 async def test_http_proxy_is_used_and_no_proxy_hosts_bypass_it(

@@ -28,10 +28,12 @@ from tests.engine_b.conftest import END, START, VIA
 from tests.engine_servers import (
     EngineServer,
     LoopbackProxy,
+    TlsProxy,
     free_port,
     kill_under_load,
     running,
     same,
+    self_signed_certificate,
     valhalla_service,
     wait_for,
     without_proxies,
@@ -259,6 +261,30 @@ async def test_red_with_503s_when_no_server_answers_then_green_again(valhalla_ex
     with pytest.raises(SourceUnavailable):
         await unreachable.connect()
     assert unreachable.state is SourceState.RED and nowhere in unreachable.health()["reason"]
+
+
+async def test_an_https_server_answers_the_posts_with_the_sources_ca_file(
+    valhalla_example: Path,
+    tmp_path: Path,
+    served: EngineServer,
+    pair: tuple[ValhallaHttpSource, ValhallaSource],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    without_proxies(monkeypatch)
+    certfile, keyfile = self_signed_certificate(tmp_path / "tls")
+    proxy = await TlsProxy(served.url, certfile, keyfile).start()
+    try:
+        with pytest.raises(SourceUnavailable, match="certificate verify failed"):
+            await remote(valhalla_example, tmp_path / "untrusted", [proxy.url])
+        source = await remote(valhalla_example, tmp_path / "trusted", [proxy.url], http={"ca_file": str(certfile)})
+        try:
+            isochrone = IsochroneRequest(START, Cost("car", cost_type="time"), (300.0,))
+            same(await source.isochrone(isochrone), await pair[1].isochrone(isochrone))
+            assert "/status" in proxy.seen and "/isochrone" in proxy.seen
+        finally:
+            await source.disconnect()
+    finally:
+        await proxy.stop()
 
 
 async def test_http_proxy_carries_the_posts_and_no_proxy_hosts_bypass_it(

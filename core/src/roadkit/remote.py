@@ -16,16 +16,19 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import attrs
 from yarl import URL
 
+from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import EngineTimeout, SourceUnavailable
 from roadkit.source import Source, SourceState
@@ -44,7 +47,10 @@ class HttpSettings:
     ``connect_timeout``: seconds to open a connection before trying the next server;
     ``health_interval``: seconds between two probes of every server;
     ``health_timeout``: seconds a probe waits for an answer;
-    ``max_connections``: size of the source's connection pool (all servers together).
+    ``max_connections``: size of the source's connection pool (all servers together);
+    ``ca_file``: for ``https://`` servers, the PEM certificates to trust instead of the system's
+    (a private CA, a self-signed server; relative to the source file);
+    ``verify``: ``false`` accepts any server certificate (tests, never production).
     The request time-out is the source's ``timeout`` (or the service's engine time-out).
     """
 
@@ -53,6 +59,23 @@ class HttpSettings:
     health_interval: float = 5.0
     health_timeout: float = 2.0
     max_connections: int = 64
+    ca_file: Path | None = None
+    verify: bool = True
+
+    def relative_to(self, source_file: Path) -> HttpSettings:
+        """These settings with ``ca_file`` resolved against the source file's folder."""
+        return self if self.ca_file is None else attrs.evolve(self, ca_file=resolve(source_file, self.ca_file))
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS settings of ``https://`` servers; None: the system's trusted certificates, verified."""
+        if not self.verify:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            return context
+        if self.ca_file is not None:
+            return ssl.create_default_context(cafile=str(self.ca_file))
+        return None
 
     def problems(self, where: str) -> list[str]:
         """What is wrong with these settings, each as ``file: http.key: expected ..., got ...``."""
@@ -71,6 +94,13 @@ class HttpSettings:
                 found.append(f"{where}: http.{key}: expected seconds > 0, got {getattr(self, key)}")
         if self.max_connections < 1:
             found.append(f"{where}: http.max_connections: expected a positive integer, got {self.max_connections}")
+        if self.ca_file is not None:
+            if not self.verify:
+                found.append(f"{where}: http.ca_file: not used with verify = false (nothing is verified); remove one of them")
+            try:
+                self.relative_to(Path(where)).ssl_context()
+            except (OSError, ssl.SSLError) as exc:
+                found.append(f"{where}: http.ca_file: expected a readable file of PEM certificates, got {str(self.ca_file)!r} ({exc})")
         return found
 
 
@@ -139,6 +169,9 @@ class EngineServers:
         self.timeout = timeout
         self.probe = probe
         self.servers = [Server(url.rstrip("/")) for url in settings.servers]
+        self._ssl = settings.ssl_context()  # read once: the CA file is not opened again per connection
+        if not settings.verify:
+            log.warning("source %s: http.verify = false: the engine servers' certificates are not checked", source_id)
         self._on_change = on_change
         self._turn = itertools.count()
         self._session: aiohttp.ClientSession | None = None
@@ -160,13 +193,14 @@ class EngineServers:
         connected is retried by the service, which calls ``start`` again.
         """
         await self.close()
-        connector = aiohttp.TCPConnector(limit=self.settings.max_connections, limit_per_host=0)
+        connector = aiohttp.TCPConnector(limit=self.settings.max_connections, limit_per_host=0, ssl=self._ssl or True)
         # trust_env: HTTP_PROXY / HTTPS_PROXY / NO_PROXY (and ~/.netrc) apply, as to any outbound HTTP.
         self._session = aiohttp.ClientSession(connector=connector, trust_env=True, raise_for_status=False)
         await self.probe_all()
         if not self.up:
+            reason = self.reason()  # before close(), which marks every server "not connected"
             await self.close()
-            raise SourceUnavailable(f"no engine server of source {self.source_id} answers: {self.reason()}")
+            raise SourceUnavailable(f"no engine server of source {self.source_id} answers: {reason}")
         self._health_task = asyncio.create_task(self._health_loop(), name=f"health-{self.source_id}")
 
     async def close(self) -> None:
@@ -252,7 +286,7 @@ class EngineServers:
         for server in [s for s in self.servers if s.up]:
             url = f"{server.url}{path}?{urllib.parse.urlencode(params)}"
             try:
-                with urllib.request.urlopen(url, timeout=self.settings.health_timeout) as response:
+                with urllib.request.urlopen(url, timeout=self.settings.health_timeout, context=self._ssl) as response:
                     return Answer(response.status, response.read(), server.url)
             except urllib.error.HTTPError as exc:
                 return Answer(exc.code, exc.read(), server.url)
@@ -361,7 +395,8 @@ class RemoteSource(Source):
         # Re-entrant: the service calls connect() again on the same object to retry a red source.
         if self.servers is not None:
             await self.servers.close()
-        self.servers = EngineServers(self.id, self.options.http, timeout=self.timeout, probe=self.probe_path(), on_change=self._server_change)
+        settings = self.options.http.relative_to(self.config.path)
+        self.servers = EngineServers(self.id, settings, timeout=self.timeout, probe=self.probe_path(), on_change=self._server_change)
         try:
             await self.servers.start()
         except SourceUnavailable as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 import secrets
 from pathlib import Path
@@ -60,7 +59,9 @@ def read_tokens(path: Path) -> list[StoredToken]:
             continue
         match = _LINE.match(line)
         if match is None:
-            problems.append(f"{path}: line {number}: expected 'NAME sha256$SALT$DIGEST' (made by 'roadkit admin-token'), got something else")
+            problems.append(
+                f"{path}: line {number}: expected 'NAME sha256$SALT$DIGEST' (made by 'roadkit admin-token'), got something else"
+            )
             continue
         tokens.append(StoredToken(match["name"], match["salt"], match["digest"]))
     if problems:
@@ -79,6 +80,5 @@ def add_token(path: Path, name: str) -> str:
         if existing and not existing.endswith("\n"):
             existing += "\n"
     token = PREFIX + secrets.token_urlsafe(32)
-    atomic_write(path, existing + f"{name} {hash_token(token)}\n")
-    os.chmod(path, 0o600)
+    atomic_write(path, existing + f"{name} {hash_token(token)}\n", mode=0o600)  # never readable by others, not even for a moment
     return token

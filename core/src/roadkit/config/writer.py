@@ -40,9 +40,10 @@ class WriteFailed(RoadkitError):
     code = "write_failed"
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str, mode: int | None = None) -> None:
     """Replace ``path`` with ``text`` atomically (temporary file, fsync, rename), keeping its mode.
 
+    ``mode``: the file's mode instead (set before the rename, so the file never has another one).
     A failure leaves ``path`` as it was and raises WriteFailed naming the file.
     """
     temp = None
@@ -54,7 +55,7 @@ def atomic_write(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         with contextlib.suppress(OSError):
-            os.chmod(temp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+            os.chmod(temp, mode if mode is not None else path.stat().st_mode & 0o7777 if path.exists() else 0o644)
         os.replace(temp, path)
     except BaseException as exc:
         if temp is not None:

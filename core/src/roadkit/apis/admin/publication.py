@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from roadkit.api import JSONResponse, read_json_body
+from roadkit.config.files import read_document
 from roadkit.config.writer import atomic_remove, atomic_write
 from roadkit.publication import Kind, ServiceFiles, check_id
 
@@ -36,7 +37,7 @@ def publication_routes(admin: Administrator, guarded: Callable[[Handler], Handle
     def listing(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
             _, service_files = files(request)
-            return JSONResponse([service_files.document(kind, oid) for oid in service_files.ids(kind)])
+            return JSONResponse(service_files.documents(kind))
 
         return run
 
@@ -51,10 +52,11 @@ def publication_routes(admin: Administrator, guarded: Callable[[Handler], Handle
     def put(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
             oid = check_id(kind, str(request.path_params[kind]))
-            handle, _ = files(request)
+            admin.handle(service_id(request))  # 404 before the body is read
             body = await read_json_body(request, MAX_BODY_BYTES)
             async with admin.writes:
-                _, service_files = files(request)
+                # Under the lock: a concurrent PUT /services/{id} may have replaced the handle meanwhile.
+                handle, service_files = files(request)
                 check = service_files.check_source if kind == "source" else service_files.check_resource
                 path, text, created = check(oid, body)
                 previous = path.read_text(encoding="utf-8") if path.exists() else None
@@ -68,16 +70,15 @@ def publication_routes(admin: Administrator, guarded: Callable[[Handler], Handle
                     else:
                         atomic_write(path, previous)
                     raise
-                return JSONResponse(service_files.document(kind, oid), status_code=201 if created else 200)
+                return JSONResponse(read_document(path), status_code=201 if created else 200)
 
         return run
 
     def delete(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
             oid = check_id(kind, str(request.path_params[kind]))
-            handle, _ = files(request)
             async with admin.writes:
-                _, service_files = files(request)
+                handle, service_files = files(request)
                 path = service_files.check_removal(kind, oid)
                 await (handle.remove_source(oid) if kind == "source" else handle.remove_resource(oid))
                 atomic_remove(path)
