@@ -31,19 +31,24 @@ def _id(name: str, what: str) -> dict[str, Any]:
 def _publication(kind: str, title: str) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{title}Document"}
     item = _id(kind, kind)
+    # Source documents can hold credentials (a database password or DSN): read like a write (roadkit.auth.admin).
+    read_auth = _AUTH if kind == "source" else {}
     return {
         f"/services/{{service}}/{kind}s": {
             "get": {
                 "operationId": f"{kind}s", "summary": f"Every {kind} of a service as stored in its .{kind} files.",
                 "parameters": [_SERVICE],
-                "responses": {"200": {"description": f"{title}s", **_json({"type": "array", "items": ref})}, "404": {"description": "Unknown service", **_ERROR}},
+                "responses": {"200": {"description": f"{title}s", **_json({"type": "array", "items": ref})}, **read_auth, "404": {"description": "Unknown service", **_ERROR}},
             },
         },
         f"/services/{{service}}/{kind}s/{{{kind}}}": {
             "get": {
                 "operationId": f"get{title}", "summary": f"One {kind} as stored in its .{kind} file.",
                 "parameters": [_SERVICE, item],
-                "responses": {"200": {"description": title, **_json(ref)}, "400": {"description": "Invalid id", **_ERROR}, "404": {"description": f"Unknown service or {kind}", **_ERROR}},
+                "responses": {
+                    "200": {"description": title, **_json(ref)}, "400": {"description": "Invalid id", **_ERROR}, **read_auth,
+                    "404": {"description": f"Unknown service or {kind}", **_ERROR},
+                },
             },
             "put": {
                 "operationId": f"put{title}",
