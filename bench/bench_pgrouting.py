@@ -73,7 +73,8 @@ def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: 
         f'importance_column = "importance"\n{COSTS}'
     )
     (workdir / "resources" / "pg.resource").write_text(
-        'id = "monaco"\ntype = "pgrouting"\nsources = ["pg"]\n[operations.route]\n[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n'
+        'id = "monaco"\ntype = "pgrouting"\nsources = '
+        '["pg"]\n[operations.route]\n[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n'
     )
     (workdir / "service.toml").write_text(
         f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
@@ -129,8 +130,9 @@ async def record(source: PgRoutingSource, call: Any) -> list[tuple[str, tuple[An
     return [s for r in recorders for s in r.statements]
 
 
-async def direct_load(name: str, requests: list[list[tuple[str, tuple[Any, ...]]]], dsn: str, pool_size: int,
-                      concurrency: int, duration: float) -> Result:
+async def direct_load(
+    name: str, requests: list[list[tuple[str, tuple[Any, ...]]]], dsn: str, pool_size: int, concurrency: int, duration: float
+) -> Result:
     """The recorded statements replayed with asyncpg, one transaction per request, as roadkit runs them."""
     pool = await asyncpg.create_pool(dsn, min_size=pool_size, max_size=pool_size)
     latencies: list[float] = []
@@ -184,10 +186,13 @@ async def recorded_requests(workdir: Path, pairs: list[Any], points: list[Any]) 
 def roadkit_urls(port: int, kept: dict[str, list[Any]]) -> dict[str, list[str]]:
     base = f"http://127.0.0.1:{port}/simple/1.0.0"
     return {
-        "route": [f"{base}/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false&timeUnit=second"
-                  for a, b in kept["route"]],
-        "isochrone": [f"{base}/isochrone?resource=monaco&point={p[0]},{p[1]}&costType=time&costValue=300&timeUnit=second"
-                      for p in kept["isochrone"]],
+        "route": [
+            f"{base}/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false&timeUnit=second"
+            for a, b in kept["route"]
+        ],
+        "isochrone": [
+            f"{base}/isochrone?resource=monaco&point={p[0]},{p[1]}&costType=time&costValue=300&timeUnit=second" for p in kept["isochrone"]
+        ],
     }
 
 
@@ -233,8 +238,10 @@ async def scale(dsn: str, workdir: Path, edges: int, routes: int) -> tuple[int, 
     finally:
         await conn.close()
     source_file = workdir / "sources" / f"{schema}.source"
-    source_file.write_text(f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
-                           f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{COSTS}')
+    source_file.write_text(
+        f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
+        f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{COSTS}'
+    )
     source = PgRoutingSource.from_config(read_source(source_file))
     assert isinstance(source, PgRoutingSource)
     await source.connect()
@@ -279,16 +286,21 @@ def main() -> None:
         statements, kept = asyncio.run(recorded_requests(workdir, pairs, points))
         urls = roadkit_urls(service_port, kept)
         pin_client()
-        serve = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, preexec_fn=pin_server)
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
+        )
         results: dict[tuple[str, int], tuple[Result, Result]] = {}
         try:
             wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
             for op in ("route", "isochrone"):
                 for c in args.concurrency:
                     direct = asyncio.run(direct_load(f"asyncpg direct {op} c={c}", statements[op], dsn, args.pool, c, args.duration))
-                    ours = load(f"roadkit {op} c={c}", urls[op], concurrency=c, duration=args.duration,
-                                check=lambda status, body: status == 200)
+                    ours = load(
+                        f"roadkit {op} c={c}", urls[op], concurrency=c, duration=args.duration, check=lambda status, body: status == 200
+                    )
                     results[(op, c)] = (direct, ours)
         finally:
             serve.terminate()
@@ -301,7 +313,10 @@ def main() -> None:
         print("\nScale: ~10 km car routes on synthetic grids (same schema), through the source")
         for size in args.sizes:
             count, p50, km = asyncio.run(scale(dsn, workdir, size, args.scale_routes))
-            print(f"{count:>9} edges: route p50 {p50:8.1f} ms (mean route {km:.1f} km)" + ("  (target <= 200 ms)" if size >= 1_000_000 else ""))
+            print(
+                f"{count:>9} edges: route p50 {p50:8.1f} ms (mean route {km:.1f} km)"
+                + ("  (target <= 200 ms)" if size >= 1_000_000 else "")
+            )
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ def test_a_source_red_at_start_is_retried_and_its_resource_appears_when_it_conne
         assert capabilities["resources"] == []
         route = {"resource": "gated", "start": "0,0", "end": "1,1"}
         assert client.get("/simple/1.0.0/route", params=route).status_code == 400
+
         def waiting_after_three_failures() -> bool:
             connection = service.health()["sources"][0].get("connection", {})
             return bool(connection.get("attempts", 0) >= 3 and "nextRetry" in connection)
@@ -127,5 +128,6 @@ def test_retry_limits_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as caught:
         load_service(gated_service(tmp_path / "svc", tmp_path / "x", initial=10, maximum=1))
     assert caught.value.problems == [
-        f"{tmp_path / 'svc' / 'service.toml'}: limits.connect_retry_initial: expected a positive number of seconds, at most connect_retry_max (1), got 10"
+        f"{tmp_path / 'svc' / 'service.toml'}: limits.connect_retry_initial: "
+        "expected a positive number of seconds, at most connect_retry_max (1), got 10"
     ]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import errno
 import os
 import socket
 import ssl
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from starlette.routing import Route
 
 from roadkit.config.models import Listener
 from roadkit.servers import Server
-from roadkit.serving_helpers import bound_socket, wait_until_up
+from roadkit.serving_helpers import bound_socket, reserve_port, wait_until_up
 
 
 def test_wait_until_up_reports_a_server_that_died_at_once() -> None:
@@ -52,7 +54,10 @@ def _self_signed(folder: Path, name: str) -> tuple[Path, Path, bytes]:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=1))
@@ -150,8 +155,18 @@ def test_the_development_iam_needs_no_routing_core() -> None:
     )
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
     assert "roadkit.serving_helpers" in loaded
-    routing_core = {"roadkit.servers", "roadkit.service", "roadkit.plugins", "roadkit.app", "roadkit.source", "roadkit.resources",
-                    "roadkit.model", "roadkit.api", "roadkit.administrator", "roadkit.apis"}
+    routing_core = {
+        "roadkit.servers",
+        "roadkit.service",
+        "roadkit.plugins",
+        "roadkit.app",
+        "roadkit.source",
+        "roadkit.resources",
+        "roadkit.model",
+        "roadkit.api",
+        "roadkit.administrator",
+        "roadkit.apis",
+    }
     assert not (loaded & routing_core), sorted(loaded & routing_core)
 
 
@@ -159,3 +174,35 @@ def test_serving_helpers_import_nothing_else_of_roadkit() -> None:
     code = "import sys, roadkit.serving_helpers; print(' '.join(sorted(m for m in sys.modules if m.startswith('roadkit'))))"
     loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == ["roadkit", "roadkit.serving_helpers"]
+
+
+def test_a_reserved_port_is_handed_to_no_one_else_but_binds_with_reuse_address() -> None:
+    port = reserve_port()
+    # Another bind without SO_REUSEADDR (what the kernel checks before handing a port out) is refused...
+    other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(OSError) as raised:
+            other.bind(("127.0.0.1", port))
+        assert raised.value.errno == errno.EADDRINUSE
+    finally:
+        other.close()
+    # ...while the server it is reserved for, which sets SO_REUSEADDR (bound_socket, hypercorn, the engines), binds it.
+    with bound_socket("127.0.0.1", port) as sock:
+        sock.listen(1)
+        assert sock.getsockname()[1] == port
+
+
+def test_a_listener_in_use_leaves_no_socket_open(tmp_path: Path) -> None:
+    with bound_socket("127.0.0.1", 0) as blocker:
+        blocker.listen(1)
+        busy = blocker.getsockname()[1]
+        free = reserve_port()
+        server = Server(_lifespan_app([]), [Listener(port=free, id="free"), Listener(port=busy, id="busy")])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy}"):
+                server._bind()
+            assert server.sockets == {}
+            # The first listener's port was released: it binds again at once.
+            with bound_socket("127.0.0.1", free) as again:
+                assert again.getsockname()[1] == free

@@ -97,8 +97,8 @@ async def test_banned_motorway_changes_a_route_that_uses_it(osrm_example: Path) 
     # From above Eze to Monaco, where the fastest way takes the A8 motorway.
     points = ((7.37612, 43.75813), (7.45165, 43.73148))
     free = await source.route(RouteRequest(points, Cost("car", "fastest"), steps=True))
-    banned = await (
-        source.route(RouteRequest(points, Cost("car", "fastest"), constraints=(Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)))
+    banned = await source.route(
+        RouteRequest(points, Cost("car", "fastest"), constraints=(Constraint("banned", "waytype", "=", "autoroute", field="motorway"),))
     )
     direct = _direct(Path(source.options.storage.file), "CH", list(points), exclude=["motorway"])
     assert banned.distance == pytest.approx(direct["routes"][0]["distance"])
@@ -118,7 +118,9 @@ async def test_nearest_returns_the_number_of_points_asked(osrm_example: Path, os
 
 async def test_a_missing_dataset_leaves_the_source_red(tmp_path: Path) -> None:
     path = tmp_path / "broken.source"
-    path.write_text('id = "broken"\ntype = "osrm"\n[storage]\nfile = "nowhere/monaco.osrm"\n[cost]\nprofile = "car"\noptimization = "fastest"\n')
+    path.write_text(
+        'id = "broken"\ntype = "osrm"\n[storage]\nfile = "nowhere/monaco.osrm"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
+    )
     source = OsrmSource.from_config(read_source(path))
     with pytest.raises(RuntimeError):
         await source.connect()
@@ -138,6 +140,8 @@ async def test_a_route_made_impossible_by_a_constraint_is_a_no_path_error(osrm_e
 
 class TestOsrmContract(SourceContract):
     """The core's source contract on the car/fastest Monaco dataset."""
+
+    contract_step_instructions = True  # every step carries a typed instruction
 
     @pytest.fixture
     async def contract_source(self, osrm_example: Path) -> OsrmSource:

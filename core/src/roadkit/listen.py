@@ -115,7 +115,9 @@ class SocketServer:
     #: How long a stopping server answers with ``Connection: close`` before it closes idle connections.
     drain_grace = 0.5
 
-    def __init__(self, app: ASGIApp, bound: Sequence[tuple[Listener, socket.socket]], *, access_log: bool = False, graceful_timeout: float = 10.0) -> None:
+    def __init__(
+        self, app: ASGIApp, bound: Sequence[tuple[Listener, socket.socket]], *, access_log: bool = False, graceful_timeout: float = 10.0
+    ) -> None:
         self.listeners = [listener for listener, _ in bound]
         self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout)
         self.draining = Draining(app)
@@ -148,7 +150,9 @@ class SocketServer:
         for listener, sock in self._bound:
             self._servers.append(
                 await asyncio.start_server(
-                    connection, sock=sock, backlog=BACKLOG,
+                    connection,
+                    sock=sock,
+                    backlog=BACKLOG,
                     ssl=self._ssl_context(listener),
                     ssl_handshake_timeout=self.config.ssl_handshake_timeout if listener.https else None,
                 )

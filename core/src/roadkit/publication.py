@@ -101,7 +101,10 @@ class ServiceFiles:
 
     def _with_id(self, kind: Kind, oid: str, body: Any, where: Path, problems: list[str]) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise BadRequest(f"Invalid request body: expected a JSON object with the keys of a .{kind} file, got {type(body).__name__}", code="invalid_body")
+            raise BadRequest(
+                f"Invalid request body: expected a JSON object with the keys of a .{kind} file, got {type(body).__name__}",
+                code="invalid_body",
+            )
         data = dict(body)
         inner = data.get(kind) if set(data) == {kind} and isinstance(data.get(kind), dict) else None
         target = dict(inner) if inner is not None else data  # Road2's {"source": {...}} / {"resource": {...}}
@@ -125,7 +128,9 @@ class ServiceFiles:
         kinds = self.plugins.source_kinds()
         cls = kinds.get(config.type)
         if cls is None:
-            problems.append(f"{path}: type: no installed plugin provides source kind {config.type!r} (installed: {', '.join(sorted(kinds)) or 'none'})")
+            problems.append(
+                f"{path}: type: no installed plugin provides source kind {config.type!r} (installed: {', '.join(sorted(kinds)) or 'none'})"
+            )
         projections = self._projections(problems)
         if projections is not None and config.projection not in projections:
             problems.append(f"{path}: projection: unknown projection {config.projection!r} (known: {', '.join(projections.ids())})")
@@ -176,7 +181,10 @@ class ServiceFiles:
         for i, sid in enumerate(config.sources):
             source = declared.get(sid)
             if source is None:
-                problems.append(f"{path}: sources[{i}]: unknown source {sid!r} (sources of the service: {', '.join(sorted(declared)) or 'none'}; publish it first)")
+                problems.append(
+                    f"{path}: sources[{i}]: unknown source {sid!r} (sources of the "
+                    f"service: {', '.join(sorted(declared)) or 'none'}; publish it first)"
+                )
                 continue
             cls = kinds.get(source.type)
             # A remote kind (osrm-http...) serves the resources of its engine's type (osrm...).

@@ -144,6 +144,7 @@ class Server:
     def _bind(self) -> None:
         """Bind every listener now, so that a port in use is an immediate OSError naming it."""
         duplicates: list[int] = []
+        created: list[str] = []  # sockets bound by this call: closed again if a later listener fails
         binds: list[list[str]] = []
         for group in self.groups:
             binds.append([])
@@ -159,8 +160,11 @@ class Server:
                         sock.close()
                         for fd in duplicates:
                             os.close(fd)
+                        for address in created:
+                            self.sockets.pop(address).close()
                         raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
                     self.sockets[listener.bind] = sock
+                    created.append(listener.bind)
                 # hypercorn closes its duplicate when it stops; this server closes the original in stop().
                 duplicates.append(os.dup(sock.fileno()))
                 binds[-1].append(f"fd://{duplicates[-1]}")

@@ -53,8 +53,15 @@ def needs_write_right(method: str, path: str) -> bool:
 #: carrying any of them came through a proxy: its peer address (the proxy's) says nothing about
 #: the client, and the header itself is whatever the client or the proxy chose to write.
 FORWARDING_HEADERS = (
-    "forwarded", "x-forwarded-for", "x-real-ip", "via", "x-client-ip", "true-client-ip", "cf-connecting-ip",
-    "x-cluster-client-ip", "fastly-client-ip",
+    "forwarded",
+    "x-forwarded-for",
+    "x-real-ip",
+    "via",
+    "x-client-ip",
+    "true-client-ip",
+    "cf-connecting-ip",
+    "x-cluster-client-ip",
+    "fastly-client-ip",
 )
 
 

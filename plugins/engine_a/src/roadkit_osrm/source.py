@@ -30,6 +30,7 @@ from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 
 log = logging.getLogger(__name__)
 
+
 @attrs.frozen
 class OsrmStorage:
     """Where the dataset is: the ``.osrm`` base path, and whether it was built for CH or MLD.
@@ -80,7 +81,9 @@ class OsrmSource(Source):
     kind = "osrm"
     options_class = OsrmOptions
     operations = frozenset({"route", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}  # banned values are OSRM exclude classes
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
+        "name-osrm": ConstraintKeyType(("=",))
+    }  # banned values are OSRM exclude classes
     #: services of the native OSRM API this source answers (see roadkit_osrm.native.contract)
     native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmOptions
@@ -147,7 +150,9 @@ class OsrmSource(Source):
         if options.preparation is None:
             raise ConfigurationError([f"{config.path}: preparation: required to build the missing dataset {options.storage.file}"])
         prep = options.preparation
-        build_dataset(prep.osm, options.storage.file, profile=prep.profile, algorithm=options.storage.algorithm, weight=prep.weight, progress=progress)
+        build_dataset(
+            prep.osm, options.storage.file, profile=prep.profile, algorithm=options.storage.algorithm, weight=prep.weight, progress=progress
+        )
         return True
 
     async def connect(self) -> None:

@@ -43,8 +43,15 @@ from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
 log = logging.getLogger(__name__)
 
 # Errors that mean "the database is gone" (as opposed to "this query failed").
-_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
-         asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, ConnectionError)
+_LOST = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    ConnectionError,
+)
 
 
 class PgRoutingSource(Source):

@@ -20,11 +20,26 @@ from roadkit_pgrouting.options import IDENTIFIER, quote
 
 # Column types whose values are compared natively; other columns are compared as text.
 CASTS = {
-    "double precision": "float8", "real": "float4", "integer": "int4", "bigint": "int8", "smallint": "int2",
-    "numeric": "numeric", "text": "text", "character varying": "text", "character": "text", "boolean": "bool",
+    "double precision": "float8",
+    "real": "float4",
+    "integer": "int4",
+    "bigint": "int8",
+    "smallint": "int2",
+    "numeric": "numeric",
+    "text": "text",
+    "character varying": "text",
+    "character": "text",
+    "boolean": "bool",
 }
 CONDITIONS = {
-    "equal": "=", "=": "=", "inequal": "<>", "!=": "<>", "greater": ">", "greatereq": ">=", "less": "<", "lesseq": "<=",
+    "equal": "=",
+    "=": "=",
+    "inequal": "<>",
+    "!=": "<>",
+    "greater": ">",
+    "greatereq": ">=",
+    "less": "<",
+    "lesseq": "<=",
     "like": "LIKE",
 }
 NUMERIC_OPERATORS = {"=": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
