@@ -32,7 +32,7 @@ from roadkit.contract import (
 )
 from roadkit_pgrouting import isochrones
 from roadkit_pgrouting.options import PgCost, quote
-from roadkit_pgrouting.sql import Binder, banned, weighted
+from roadkit_pgrouting.sql import Binder, banned, send, weighted
 
 if TYPE_CHECKING:
     from roadkit_pgrouting.source import PgRoutingSource
@@ -94,18 +94,9 @@ def _meters(a: Coord, b: Coord) -> float:
     return math.hypot((b[0] - a[0]) * math.cos(lat), b[1] - a[1]) * METERS_PER_DEGREE
 
 
-async def _snap(
-    source: PgRoutingSource,
-    binder_base: Binder,
-    conn: Any,
-    points: tuple[Coord, ...],
-    usable: str,
-    filters: list[str],
-    names: dict[str, str],
-) -> list[Any]:
-    sql = _snap_sql(names, usable, filters, binder_base, points)
-    statement, values = binder_base.settings()
-    await conn.execute(statement, *values)
+async def _snap(source: PgRoutingSource, binder: Binder, conn: Any, points: tuple[Coord, ...], sql: str) -> list[Any]:
+    """The snapped points of ``sql`` (built by :func:`_snap_sql` before the session, so its values go with the first round trip)."""
+    await send(conn, binder)
     rows = list(await conn.fetch(sql))
     radius = source.options.search.snap_radius
     for row in rows:
@@ -213,14 +204,14 @@ async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) ->
     for attempt in range(attempts + 1):
         binder = Binder()
         filters = banned(request.constraints, source._columns, binder)
-        async with source._transaction(binder.settings()) as conn:
-            snapped = await _snap(source, binder, conn, request.points, usable, filters, names)
+        snap_sql = _snap_sql(names, usable, filters, binder, request.points)
+        async with source._session(binder) as conn:
+            snapped = await _snap(source, binder, conn, request.points, snap_sql)
             located = [(r["x"], r["y"]) for r in snapped]
             # The last try searches the whole graph.
             box = _box(located, search.margin, search.widen**attempt) if attempt < attempts else (-180.0, -90.0, 180.0, 90.0)
             sql = _route_sql(source, request, cost, binder, names, box, snapped, wide)
-            statement, values = binder.settings()
-            await conn.execute(statement, *values)
+            await send(conn, binder)
             rows = list(await conn.fetch(sql))
         if rows or _same_place(snapped):
             break
@@ -293,7 +284,7 @@ CROSS JOIN LATERAL (
   SELECT w.id, ST_ClosestPoint(w.the_geom, p.geom) AS snapped, w.{names["name"]}::text AS way_name FROM {names["ways"]} w
   WHERE {usable} ORDER BY w.the_geom <-> p.geom LIMIT {limit} * 3
 ) e ORDER BY meters"""
-    async with source._transaction(binder.settings()) as conn:
+    async with source._session(binder) as conn:
         rows = await conn.fetch(sql)
     found: dict[tuple[float, float], NearestPoint] = {}
     for row in rows:
@@ -311,8 +302,9 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
     binder = Binder()
     filters = banned(request.constraints, source._columns, binder)
     usable = _usable(cost.cost_column, cost.reverse_cost_column)
-    async with source._transaction(binder.settings()) as conn:
-        snapped = await _snap(source, binder, conn, (request.point,), usable, filters, names)
+    snap_sql = _snap_sql(names, usable, filters, binder, (request.point,))
+    async with source._session(binder) as conn:
+        snapped = await _snap(source, binder, conn, (request.point,), snap_sql)
         start = (float(snapped[0]["x"]), float(snapped[0]["y"]))
         largest = max(request.cost_values)
         radius = largest + 50 if request.cost.cost_type == "distance" else largest * cost_speed(cost) / 3.6
@@ -320,8 +312,7 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
         dx = dy / max(0.01, math.cos(math.radians(start[1])))
         box = (start[0] - dx, start[1] - dy, start[0] + dx, start[1] + dy)
         sql = isochrones.reach_sql(names, cost, request, binder, _envelope(binder, box), [usable, *filters], snapped[0], largest)
-        statement, values = binder.settings()
-        await conn.execute(statement, *values)
+        await send(conn, binder)
         rows = list(await conn.fetch(sql))
     if not rows:
         raise NoIsochroneFound()
