@@ -143,6 +143,10 @@ async def test_without_authentication_writes_are_accepted_only_from_loopback(mak
         assert "only from this machine (loopback, not through a proxy)" in refused.json()["error"]["message"]
     assert (await outside.get("/health")).status_code in (200, 503)  # reads stay open
     assert (await outside.get("/services")).status_code == 200
+    assert (await outside.get("/services/main/resources")).status_code == 200
+    for path in ("/services/main/sources", "/services/main/sources/a", "/services/main/sources/"):
+        assert (await outside.get(path)).status_code == 403, path  # source documents may hold a database password
+    assert (await local.get("/services/main/sources")).status_code == 200
     allowed = await local.delete("/services/nope")
     assert allowed.status_code == 404  # past the check: the service is unknown
     ipv6 = make_client(client=("::1", 1))
@@ -220,6 +224,10 @@ async def test_iam_tokens_wrong_expired_tampered_or_without_the_role(make_client
     assert (await client.get("/services/main/restart")).status_code == 401  # Road2's restart is a write
     assert (await client.get("/services")).status_code == 200  # reads are open unless protected
     assert (await client.get("/openapi.json")).status_code == 200
+    assert (await client.get("/services/main/sources")).status_code == 401  # ... except source documents
+    assert (await client.get("/services/main/sources/a")).status_code == 401
+    assert (await client.get("/services/main/sources", headers=bearer(good))).status_code == 200
+    assert (await client.get("/services/main/sources", headers=bearer(iam.token(realm_access={"roles": ["user"]})))).status_code == 403
 
 
 def _unsigned(header: dict[str, Any], claims: dict[str, Any], signature: bytes = b"") -> str:

@@ -6,8 +6,9 @@ its schema. The run is bounded (a fixed seed, a few dozen examples per operation
 minute; the rules the documents must keep are on the coordination board and in
 ``core/src/roadkit/apis/simple/openapi_exact.py``.
 
-The admin API is run on its read operations (GET): its write operations (create, modify, delete,
-publication) change the service under test and their bodies are not described exactly yet.
+The admin API is run on its read operations (GET, but not Road2's GET restart): its write operations
+(create, modify, delete, publication, restart) change the service under test and their bodies are
+not described exactly yet.
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ def test_the_simple_api_passes_every_schemathesis_check(demo: tuple[str, str], t
 
 def test_the_admin_api_read_operations_pass_every_schemathesis_check(demo: tuple[str, str], tmp_path: Path) -> None:
     admin, _ = demo
-    _run(f"{admin}/openapi.json", tmp_path, "--include-method", "GET")
+    # GET .../restart is a write (Road2's verb): each call restarts the service's workers, which the
+    # fuzzer would do dozens of times; tests/core/test_children.py checks it on real child processes.
+    _run(f"{admin}/openapi.json", tmp_path, "--include-method", "GET", "--exclude-path-regex", "/restart$")
     assert httpx.get(f"{admin}/health").status_code == 200, "the run left the service green"
 
 

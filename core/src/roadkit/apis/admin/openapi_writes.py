@@ -36,6 +36,8 @@ def _id(name: str, what: str) -> dict[str, Any]:
 def _publication(kind: str, title: str) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{title}Document"}
     item = _id(kind, kind)
+    # Source documents can hold credentials (a database password or DSN): read like a write (roadkit.auth.admin).
+    read_auth = _AUTH if kind == "source" else {}
     return {
         f"/services/{{service}}/{kind}s": {
             "get": {
@@ -44,6 +46,7 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "parameters": [_SERVICE],
                 "responses": {
                     "200": {"description": f"{title}s", **_json({"type": "array", "items": ref})},
+                    **read_auth,
                     "404": {"description": "Unknown service", **_ERROR},
                 },
             },
@@ -56,6 +59,7 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "responses": {
                     "200": {"description": title, **_json(ref)},
                     "400": {"description": "Invalid id", **_ERROR},
+                    **read_auth,
                     "404": {"description": f"Unknown service or {kind}", **_ERROR},
                 },
             },
