@@ -377,7 +377,7 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", nargs="+", default=["1", "2", "auto"], help='roadkit worker processes: numbers or "auto"')
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best of each is kept")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument(
