@@ -104,8 +104,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Compare roadkit with the engines' own servers on the same data and cores."""
+    """roadkit against the engines' own servers, whole machine, over concurrency and workers: CSV, PNG, README table.
+
+    ``./dev bench`` (full sweep), ``./dev bench -- --quick``, ``./dev bench -- --one-core``; the other
+    bench_*.py scripts run on their own (``python bench/bench_pgrouting.py``...).
+    """
     _install_project(session, apps=False)
-    session.install("aiohttp")
-    for script in sorted((ROOT / "bench").glob("bench_*.py")):
-        session.run("python", str(script), *session.posargs, env={"ROADKIT_CACHE": str(ROOT / ".cache")})
+    session.install("aiohttp", "matplotlib", "uvloop", "py-spy")
+    env = {"ROADKIT_CACHE": str(ROOT / ".cache")}
+    session.run("python", str(ROOT / "bench" / "sweep.py"), *session.posargs, env=env)

@@ -92,7 +92,8 @@ def _lifespan_app(events: list[str]) -> Starlette:
     return Starlette(routes=[Route("/", hello)], lifespan=lifespan)
 
 
-async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
+async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path, http_server: str) -> None:
     one_cert, one_key, one_der = _self_signed(tmp_path, "one.example")
     two_cert, two_key, two_der = _self_signed(tmp_path, "two.example")
     sockets = {name: bound_socket("127.0.0.1", 0) for name in ("plain", "one", "two", "one-again")}
@@ -104,7 +105,12 @@ async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path) 
         Listener(port=port["one-again"], id="one-again", certfile=one_cert, keyfile=one_key),
     ]
     events: list[str] = []
-    server = Server(_lifespan_app(events), listeners, sockets={listener.bind: sockets[listener.id] for listener in listeners})
+    server = Server(
+        _lifespan_app(events),
+        listeners,
+        sockets={listener.bind: sockets[listener.id] for listener in listeners},
+        http_server=http_server,  # type: ignore[arg-type]
+    )
     await server.start(timeout=30)
     try:
         presented = await asyncio.gather(*(asyncio.to_thread(_presented_certificate, port[name]) for name in ("one", "two", "one-again")))
@@ -206,3 +212,44 @@ def test_a_listener_in_use_leaves_no_socket_open(tmp_path: Path) -> None:
             # The first listener's port was released: it binds again at once.
             with bound_socket("127.0.0.1", free) as again:
                 assert again.getsockname()[1] == free
+
+
+@pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
+async def test_a_replacing_server_takes_the_sockets_over_and_no_request_fails(http_server: str) -> None:
+    """hand_over + drain on either HTTP server: keep-alive clients move to the new server, none fails."""
+    sock = bound_socket("127.0.0.1", 0)
+    listener = Listener(port=sock.getsockname()[1])
+
+    def app(answer: str) -> Starlette:
+        async def hello(request: Request) -> PlainTextResponse:
+            return PlainTextResponse(answer)
+
+        return Starlette(routes=[Route("/", hello)])
+
+    old = Server(app("old"), [listener], sockets={listener.bind: sock}, http_server=http_server)  # type: ignore[arg-type]
+    await old.start(timeout=30)
+    stop = asyncio.Event()
+
+    async def load() -> list[str]:
+        seen: list[str] = []
+        async with httpx.AsyncClient(timeout=10) as client:
+            while not stop.is_set():
+                try:
+                    seen.append((await client.get(f"http://127.0.0.1:{listener.port}/")).text)
+                except httpx.HTTPError as exc:
+                    seen.append(type(exc).__name__)
+        return seen
+
+    clients = [asyncio.create_task(load()) for _ in range(3)]
+    await asyncio.sleep(0.3)
+    new = Server(app("new"), [listener], sockets=old.hand_over(), http_server=http_server)  # type: ignore[arg-type]
+    await new.start(timeout=30)
+    await old.drain(0.5)
+    await asyncio.sleep(0.3)
+    stop.set()
+    seen = [answer for task in clients for answer in await task]
+    await new.stop()
+    assert set(seen) == {"old", "new"} and seen.count("new") > 3, seen[-10:]
+    with pytest.raises(httpx.ConnectError):  # stopped: the socket is closed, nothing listens any more
+        async with httpx.AsyncClient(timeout=2) as client:
+            await client.get(f"http://127.0.0.1:{listener.port}/")

@@ -111,6 +111,26 @@ def test_geometry_formats_describe_the_same_line(client: TestClient, fmt: str) -
         assert geometry.startswith("LINESTRING(") and geometry.count(",") == len(coords) - 1
 
 
+@pytest.mark.parametrize("crs", ["EPSG:4326", "EPSG:2154"])
+def test_a_polyline_without_steps_or_bbox_is_the_engines_own(client: TestClient, crs: str) -> None:
+    """No coordinate needed: OSRM writes the polyline (its rounding of 1e-6 fixed point), same line as the GeoJSON one."""
+    from pyproj import Transformer
+
+    options = {"getSteps": "false", "getBbox": "false", "crs": crs}
+    if crs != "EPSG:4326":
+        to_crs = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+        start, end = to_crs.transform(7.41337, 43.72956), to_crs.transform(7.41983, 43.73115)
+        options |= {"start": f"{start[0]:.2f},{start[1]:.2f}", "end": f"{end[0]:.2f},{end[1]:.2f}"}
+    polyline = get(client, ROUTE, **{**BASE, **options, "geometryFormat": "polyline"}).json()
+    reference = get(client, ROUTE, **{**BASE, **options}).json()
+    decoded = decode_polyline(polyline["geometry"])
+    coords = [tuple(c) for c in reference["geometry"]["coordinates"]]
+    tolerance = 1e-5 if crs == "EPSG:4326" else 0.01  # precision 5 of lon/lat, or the same numbers written from meters
+    assert len(decoded) == len(coords) > 2
+    assert all(abs(x - cx) <= tolerance and abs(y - cy) <= tolerance for (x, y), (cx, cy) in zip(decoded, coords, strict=True))
+    assert {k: v for k, v in polyline.items() if k != "geometry"} == {k: v for k, v in reference.items() if k != "geometry"}
+
+
 @pytest.mark.parametrize("crs", ["EPSG:3857", "EPSG:2154"])
 def test_crs_applies_to_input_points_and_output(client: TestClient, crs: str) -> None:
     from pyproj import Transformer

@@ -116,6 +116,7 @@ class InProcessService:
                 [(listener, self.sockets.sockets[listener.bind]) for listener in config.listeners],
                 access_log=self.access_log,
                 graceful_timeout=self.managed.stop_timeout,
+                http_server=config.http.server,
             )
             await server.start()
         except Exception as exc:

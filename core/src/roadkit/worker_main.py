@@ -96,7 +96,11 @@ class Worker:
         app = create_app(self.service, manage_lifecycle=False)
         bound = [(listener, socket.socket(fileno=fds[listener.bind])) for listener in config.listeners]
         self.server = SocketServer(
-            app, bound, access_log=bool(self.spec.get("access_log")), graceful_timeout=float(self.spec.get("graceful_timeout", 10.0))
+            app,
+            bound,
+            access_log=bool(self.spec.get("access_log")),
+            graceful_timeout=float(self.spec.get("graceful_timeout", 10.0)),
+            http_server=config.http.server,
         )
         for _, sock in bound:
             sock.detach()  # the server dup'ed them; these descriptors stay open for the process's life

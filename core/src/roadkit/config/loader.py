@@ -22,6 +22,7 @@ from roadkit.config.models import (
     ApiRef,
     ApplicationInfo,
     Folders,
+    Http,
     Limits,
     Listener,
     ManagedService,
@@ -307,6 +308,7 @@ def parse_service(
         folders=folders,
         limits=config.limits,
         cors=cors_options,
+        http=config.http,
     )
 
 
@@ -317,6 +319,7 @@ class _ServiceFile:
     apis: tuple[ApiRef, ...] = (ApiRef("simple", "1.0.0"),)
     folders: Folders = attrs.field(factory=Folders)
     limits: Limits = attrs.field(factory=Limits)
+    http: Http = attrs.field(factory=Http)
 
 
 def _files(folders: Iterable[Path], suffix: str) -> list[Path]:
