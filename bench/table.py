@@ -1,6 +1,6 @@
 """The README's benchmark table, regenerated from a ``bench/sweep.py`` CSV.
 
-    python bench/table.py bench/results/sweep-whole-machine.csv [--readme README.md] [--concurrency 16]
+    python bench/table.py bench/results/sweep-whole-machine.csv [--readme README.md] [--concurrency 16 64]
 
 For each scenario: the engine server's best req/s and roadkit's with each workers setting at the
 chosen concurrency, the ratio of roadkit's best to the engine's against the issue's target, and
@@ -60,7 +60,7 @@ def table(rows: list[dict[str, str]], concurrency: int) -> str:
         if one_engine and one_ours:
             e = min(float(r["p50_ms"]) for r in one_engine)
             o = min(float(r["p50_ms"]) for r in one_ours)
-            p50 = f"{e:.2f} / {o:.2f} (+{o - e:.2f})"
+            p50 = f"{e:.2f} / {o:.2f} ({o - e:+.2f})"
         cells = [f"{float(r['rps']):,.0f}" if r is not None else "" for r in ours.values()]
         # CPU time per request at this concurrency (least of the runs): what a saturated machine's ratio would be.
         engine_cpu = min(float(r["cpu_ms_per_request"]) for r in at)
@@ -79,11 +79,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", type=Path)
     parser.add_argument("--readme", type=Path, default=Path(__file__).resolve().parents[1] / "README.md")
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64], help="one table per value")
     args = parser.parse_args()
     with args.csv.open() as source:
         rows = list(csv.DictReader(source))
-    text = table(rows, args.concurrency)
+    text = "\n\n".join(table(rows, concurrency) for concurrency in args.concurrency)
     readme = args.readme.read_text()
     if BEGIN in readme and END in readme:
         pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
