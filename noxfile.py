@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -23,8 +24,9 @@ def _existing(paths: list[str]) -> list[str]:
     return [f"./{p}" for p in paths if (ROOT / p / "pyproject.toml").exists()]
 
 
-def _install_project(session: nox.Session, *, apps: bool) -> None:
-    dists = ["./core", *_existing(ENGINE_PLUGINS)]
+def _install_project(session: nox.Session, *, apps: bool, testing: bool = False) -> None:
+    # core's ``testing`` extra brings what roadkit.testing (the plugin authors' helpers) imports.
+    dists = ["./core[testing]" if testing else "./core", *_existing(ENGINE_PLUGINS)]
     if apps:
         dists += _existing(APPS)
     # Non-editable installs: tests run against installed metadata (entry points).
@@ -34,12 +36,24 @@ def _install_project(session: nox.Session, *, apps: bool) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Install every distribution and run the whole test suite on the real engines."""
-    _install_project(session, apps=True)
+    """Lint first (fails fast), then install every distribution and run the whole test suite on the real
+    engines with coverage measured (its figure printed; below ``fail_under`` the session fails).
+
+    ``ROADKIT_LINT=0 ./dev tests -- tests/core -x`` skips the lint while iterating; CI never does.
+    """
+    _install_project(session, apps=True, testing=True)
     session.install("--disable-pip-version-check", "-r", "tests/requirements.txt")
+    if os.environ.get("ROADKIT_LINT", "1") != "0":
+        _lint(session)
     args = session.posargs or ["tests"]
+    # Coverage of the INSTALLED distributions (non-editable): [tool.coverage.run] names them by
+    # package, never by path; the floor (fail_under) applies to the whole suite only.
+    coverage = ["--cov", "--cov-report=term:skip-covered"]
+    if session.posargs:
+        coverage.append("--cov-fail-under=0")
     session.run(
         "pytest",
+        *coverage,
         *args,
         env={"ROADKIT_CACHE": str(ROOT / ".cache"), "PYTHONDONTWRITEBYTECODE": "1"},
     )
@@ -62,28 +76,40 @@ def client(session: nox.Session) -> None:
     session.run("python", str(ROOT / "tools" / "client_demo.py"))
 
 
+#: The packages mypy checks (strict): core and every plugin and app distribution present.
+TYPED = [
+    "core/src/roadkit",
+    "plugins/engine_a/src/roadkit_osrm",
+    "plugins/engine_b/src/roadkit_valhalla",
+    "plugins/engine_c/src/roadkit_pgrouting",
+    "apps/deviam/src/roadkit_deviam",
+    "apps/client/src/roadkit_client",
+]
+
+
+def _lint(session: nox.Session) -> None:
+    """ruff (rules and line length), ruff format --check on the whole tree, mypy --strict on the packages."""
+    session.install("--disable-pip-version-check", "-r", "tools/lint-requirements.txt")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", *[path for path in TYPED if (ROOT / path).is_dir()])
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff on the whole tree, mypy on the public plugin API."""
-    _install_project(session, apps=False)
-    session.install("ruff", "mypy")
-    session.run("ruff", "check", ".")
-    session.install("./apps/deviam", "./apps/client")
-    session.run(
-        "mypy",
-        "core/src/roadkit",
-        "plugins/engine_a/src/roadkit_osrm",
-        "plugins/engine_b/src/roadkit_valhalla",
-        "plugins/engine_c/src/roadkit_pgrouting",
-        "apps/deviam/src/roadkit_deviam",
-        "apps/client/src/roadkit_client",
-    )
+    """ruff on the whole tree, mypy on the public plugin API (also the first step of ``tests``)."""
+    _install_project(session, apps=True)
+    _lint(session)
 
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Compare roadkit with the engines' own servers on the same data and cores."""
+    """roadkit against the engines' own servers, whole machine, over concurrency and workers: CSV, PNG, README table.
+
+    ``./dev bench`` (full sweep), ``./dev bench -- --quick``, ``./dev bench -- --one-core``; the other
+    bench_*.py scripts run on their own (``python bench/bench_pgrouting.py``...).
+    """
     _install_project(session, apps=False)
-    session.install("aiohttp")
-    for script in sorted((ROOT / "bench").glob("bench_*.py")):
-        session.run("python", str(script), *session.posargs, env={"ROADKIT_CACHE": str(ROOT / ".cache")})
+    session.install("aiohttp", "matplotlib", "uvloop", "py-spy")
+    env = {"ROADKIT_CACHE": str(ROOT / ".cache")}
+    session.run("python", str(ROOT / "bench" / "sweep.py"), *session.posargs, env=env)

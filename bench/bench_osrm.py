@@ -28,7 +28,10 @@ def prepare(workdir: Path) -> Path:
     cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / "bench-osrm"
     dataset = cache / "car-fastest" / "monaco.osrm"
     if not Path(str(dataset) + ".hsgr").exists():
-        subprocess.run([sys.executable, "-m", "roadkit.cli", "osrm-build", str(EXAMPLE / "monaco.osm.pbf"), str(dataset), "--profile", "car"], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "roadkit.cli", "osrm-build", str(EXAMPLE / "monaco.osm.pbf"), str(dataset), "--profile", "car"],
+            check=True,
+        )
     return dataset
 
 
@@ -37,7 +40,8 @@ def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: 
     (workdir / "sources").mkdir(exist_ok=True)
     (workdir / "resources").mkdir(exist_ok=True)
     (workdir / "sources" / "car.source").write_text(
-        f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{dataset}"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
+        'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile '
+        f'= "{dataset}"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
     )
     (workdir / "resources" / "monaco.resource").write_text(
         'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n'
@@ -55,7 +59,9 @@ def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: 
     return server
 
 
-def measure(name: str, urls: list[str], concurrencies: list[int], duration: float, check: Callable[[int, bytes], bool]) -> dict[int, Result]:
+def measure(
+    name: str, urls: list[str], concurrencies: list[int], duration: float, check: Callable[[int, bytes], bool]
+) -> dict[int, Result]:
     """One load run per concurrency against a server that is already up."""
     return {c: load(f"{name} c={c}", urls, concurrency=c, duration=duration, check=check) for c in concurrencies}
 
@@ -66,7 +72,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8], help="one run per value")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument(
-        "--workers", type=int, nargs="+",
+        "--workers",
+        type=int,
+        nargs="+",
         help="whole-machine runs instead: roadkit with N worker processes against osrm-routed --threads N, nothing pinned",
     )
     args = parser.parse_args()
@@ -84,7 +92,9 @@ def main() -> None:
         routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
         routed = subprocess.Popen(
             [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", "1", str(dataset)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_server,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
         )
         try:
             wait_http(f"http://127.0.0.1:{osrm_port}/route/v1/driving/7.41337,43.72956;7.41983,43.73115")
@@ -92,15 +102,23 @@ def main() -> None:
                 f"http://127.0.0.1:{osrm_port}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true"
                 for a, b in pairs
             ]
-            engine = measure("osrm-routed -t 1", osrm_urls, args.concurrency, args.duration,
-                             lambda status, body: status == 200 and json.loads(body)["code"] == "Ok")
+            engine = measure(
+                "osrm-routed -t 1",
+                osrm_urls,
+                args.concurrency,
+                args.duration,
+                lambda status, body: status == 200 and json.loads(body)["code"] == "Ok",
+            )
         finally:
             routed.terminate()
             routed.wait()
 
         server = roadkit_config(workdir, dataset, service_port, admin_port)
         serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_server
+            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
         )
         try:
             wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
@@ -117,7 +135,10 @@ def main() -> None:
     for concurrency in args.concurrency:
         report(
             f"Monaco car routes with steps and full GeoJSON geometry, {concurrency} concurrent client(s), one core per server",
-            engine[concurrency], ours[concurrency], min_ratio=0.5, max_extra_p50_ms=1.0,
+            engine[concurrency],
+            ours[concurrency],
+            min_ratio=0.5,
+            max_extra_p50_ms=1.0,
         )
 
 
@@ -133,18 +154,35 @@ def whole_machine(args: argparse.Namespace) -> None:
             osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
             routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
             routed = subprocess.Popen(
-                [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", str(workers), str(dataset)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    str(routed_binary),
+                    "--algorithm",
+                    "ch",
+                    "--ip",
+                    "127.0.0.1",
+                    "--port",
+                    str(osrm_port),
+                    "--threads",
+                    str(workers),
+                    str(dataset),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             try:
                 wait_http(f"http://127.0.0.1:{osrm_port}/route/v1/driving/7.41337,43.72956;7.41983,43.73115")
-                urls = [f"http://127.0.0.1:{osrm_port}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true" for a, b in pairs]
+                urls = [
+                    f"http://127.0.0.1:{osrm_port}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true"
+                    for a, b in pairs
+                ]
                 engine = measure(f"osrm-routed -t {workers}", urls, args.concurrency, args.duration, ok)
             finally:
                 routed.terminate()
                 routed.wait()
             server = roadkit_config(workdir, dataset, service_port, admin_port, workers)
-            serve = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            serve = subprocess.Popen(
+                [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             try:
                 wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
                 urls = [

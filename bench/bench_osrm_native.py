@@ -47,24 +47,35 @@ def main() -> None:
     args = parser.parse_args()
 
     pin_client()
-    paths = {mix: [f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}{options}" for a, b in random_pairs(args.requests)] for mix, options in MIXES.items()}
+    paths = {
+        mix: [f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}{options}" for a, b in random_pairs(args.requests)]
+        for mix, options in MIXES.items()
+    }
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         dataset = prepare(workdir)
         osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
         server = roadkit_config(workdir, dataset, service_port, admin_port)
         service = workdir / "service.toml"
-        service.write_text(service.read_text() + '[[apis]]\nname = "simple"\nversion = "1.0.0"\n[[apis]]\nname = "osrm"\nversion = "1.0.0"\n')
+        service.write_text(
+            service.read_text() + '[[apis]]\nname = "simple"\nversion = "1.0.0"\n[[apis]]\nname = "osrm"\nversion = "1.0.0"\n'
+        )
         resource = workdir / "resources" / "monaco.resource"
         resource.write_text(resource.read_text() + '[apis.osrm]\nprofiles = { driving = "car" }\n')
 
         routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
         routed = subprocess.Popen(
             [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", "1", str(dataset)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_server, env={"DISABLE_ACCESS_LOGGING": "1"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
+            env={"DISABLE_ACCESS_LOGGING": "1"},
         )
         serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_server
+            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=pin_server,
         )
         engine: dict[str, dict[int, Result]] = {}
         ours: dict[str, dict[int, Result]] = {}
@@ -74,7 +85,10 @@ def main() -> None:
             wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
             for mix, mix_paths in paths.items():
                 differ = [p for p in mix_paths[:200] if _strip(_get(osrm_base + p)) != _strip(_get(native_base + p))]
-                print(f"{mix}: {200 - len(differ)} of 200 answers equal to osrm-routed's" + (f"; first difference: {differ[0]}" if differ else ""))
+                print(
+                    f"{mix}: {200 - len(differ)} of 200 answers equal to osrm-routed's"
+                    + (f"; first difference: {differ[0]}" if differ else "")
+                )
             ok = lambda status, body: status == 200  # noqa: E731
             for mix, mix_paths in paths.items():
                 engine[mix] = measure(f"osrm-routed {mix}", [osrm_base + p for p in mix_paths], args.concurrency, args.duration, ok)
@@ -87,8 +101,12 @@ def main() -> None:
     for mix, options in MIXES.items():
         for concurrency in args.concurrency:
             report(
-                f"Native OSRM API, Monaco car routes ({options or 'default options'}), {concurrency} concurrent client(s), one core per server",
-                engine[mix][concurrency], ours[mix][concurrency], min_ratio=0.5, max_extra_p50_ms=None,
+                f"Native OSRM API, Monaco car routes ({options or 'default options'}), "
+                f"{concurrency} concurrent client(s), one core per server",
+                engine[mix][concurrency],
+                ours[mix][concurrency],
+                min_ratio=0.5,
+                max_extra_p50_ms=None,
             )
 
 

@@ -132,8 +132,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds per server; the best round is reported")
     parser.add_argument(
-        "--workers", type=int, nargs="+",
-        help="whole-machine runs instead: roadkit with N worker processes (1 Actor each) against valhalla_service with N threads, nothing pinned",
+        "--workers",
+        type=int,
+        nargs="+",
+        help=(
+            "whole-machine runs instead: roadkit with N worker processes (1 Actor each) "
+            "against valhalla_service with N threads, nothing pinned"
+        ),
     )
     args = parser.parse_args()
     if args.workers:
@@ -202,7 +207,9 @@ def whole_machine(args: argparse.Namespace) -> None:
         for workers in args.workers:
             engine_port, service_port, admin_port = free_port(), free_port(), free_port()
             service = subprocess.Popen(
-                [str(binary), str(service_config(workdir, config, engine_port)), str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                [str(binary), str(service_config(workdir, config, engine_port)), str(workers)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             try:
                 wait_http(engine_urls(engine_port, pairs[:1], points[:1])["route"][0])
@@ -211,7 +218,9 @@ def whole_machine(args: argparse.Namespace) -> None:
                 service.terminate()
                 service.wait()
             server = roadkit_config(workdir, config, 1, service_port, admin_port, workers)
-            serve = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            serve = subprocess.Popen(
+                [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             try:
                 wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
                 ours = measure(f"roadkit, {workers} worker(s)", roadkit_urls(service_port, pairs, points), args.concurrency, args.duration)

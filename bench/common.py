@@ -8,11 +8,12 @@ import random
 import socket
 import statistics
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import aiohttp
+from pathlib import Path
+from typing import Any
 
 MONACO_BBOX = (7.4090, 43.7240, 7.4390, 43.7500)  # the principality itself, where every point snaps to a road
 
@@ -84,36 +85,138 @@ class Result:
         )
 
 
+class _Connection:
+    """One keep-alive HTTP/1.1 connection of the load generator: raw requests, responses read by
+    Content-Length (or chunks). Far lighter than a full client, so that on a machine shared with
+    the servers the load generator takes as little CPU as possible from them."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, raw: bytes) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.writer.write(raw)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        lowered = head.lower()
+        at = lowered.find(b"\r\ncontent-length:")
+        if at >= 0:
+            body = await self.reader.readexactly(int(lowered[at + 17 : lowered.index(b"\r\n", at + 2)]))
+        elif b"transfer-encoding: chunked" in lowered:
+            parts = []
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                parts.append(await self.reader.readexactly(size + 2))
+                if size == 0:
+                    break
+            body = b"".join(p[:-2] for p in parts)
+        else:
+            body = await self.reader.read()
+        if b"\r\nconnection: close" in lowered or (at < 0 and b"chunked" not in lowered):
+            self.close()
+        return status, body
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+def _raw_requests(urls: list[str]) -> tuple[str, int, list[bytes]]:
+    parsed = urllib.parse.urlsplit(urls[0])
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 80
+    raws = []
+    for url in urls:
+        part = urllib.parse.urlsplit(url)
+        target = part.path + (f"?{part.query}" if part.query else "")
+        raws.append(f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    return host, port, raws
+
+
 async def _load(name: str, urls: list[str], concurrency: int, duration: float, check: Callable[[int, bytes], bool]) -> Result:
     latencies: list[float] = []
     errors = 0
+    host, port, raws = _raw_requests(urls)
     stop_at = time.perf_counter() + duration
     index = 0
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
 
-        async def worker() -> None:
-            nonlocal index, errors
+    async def worker() -> None:
+        nonlocal index, errors
+        connection = _Connection(host, port)
+        try:
             while time.perf_counter() < stop_at:
-                url = urls[index % len(urls)]
+                raw = raws[index % len(raws)]
                 index += 1
                 started = time.perf_counter()
-                async with session.get(url) as response:
-                    body = await response.read()
+                reused = connection.writer is not None
+                try:
+                    status, body = await connection.request(raw)
+                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    connection.close()
+                    if not reused:
+                        errors += 1
+                        continue
+                    # A kept-alive connection the server closed meanwhile (osrm-routed closes them
+                    # after a number of requests): what every client does, once, on a new connection.
+                    try:
+                        status, body = await connection.request(raw)
+                    except (OSError, asyncio.IncompleteReadError, ValueError):
+                        connection.close()
+                        errors += 1
+                        continue
                 latencies.append((time.perf_counter() - started) * 1000)
-                if not check(response.status, body):
+                if not check(status, body):
                     errors += 1
+        finally:
+            connection.close()
 
-        begin = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - begin
-    return Result(name, len(latencies), errors, elapsed, latencies)
+    begin = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - begin
+    return Result(name, len(latencies), errors, elapsed, latencies or [float("nan")])
 
 
-def load(name: str, urls: list[str], *, concurrency: int, duration: float, check: Callable[[int, bytes], bool]) -> Result:
-    """Send ``urls`` round-robin with ``concurrency`` connections for ``duration`` seconds."""
-    asyncio.run(_load(name, urls[:50], concurrency, 1.0, check))  # warm-up
-    return asyncio.run(_load(name, urls, concurrency, duration, check))
+def _run(coroutine: Any) -> Any:
+    try:
+        import uvloop
+
+        return uvloop.run(coroutine)
+    except ImportError:
+        return asyncio.run(coroutine)
+
+
+def load(
+    name: str, urls: list[str], *, concurrency: int, duration: float, check: Callable[[int, bytes], bool], warm_up: bool = True
+) -> Result:
+    """Send ``urls`` round-robin with ``concurrency`` keep-alive connections for ``duration`` seconds."""
+    if warm_up:
+        _run(_load(name, urls[:50], concurrency, 0.5, check))
+    result: Result = _run(_load(name, urls, concurrency, duration, check))
+    return result
+
+
+def session_cpu_seconds(session: int) -> float:
+    """CPU seconds (user + system) used so far by the live processes of a session (a server and its workers).
+
+    CPU time per request does not depend on what else the machine runs, unlike requests/s: on a
+    shared machine it is the steadier comparison of two servers' costs.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        # fields[0] is the state (field 3 of stat): session is field 6, utime 14, stime 15
+        if int(fields[3]) == session:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
 
 
 def report(title: str, engine: Result, roadkit: Result, *, min_ratio: float, max_extra_p50_ms: float | None) -> None:

@@ -68,7 +68,9 @@ def setup(workdir: Path, workers: int, mmap: bool) -> tuple[Path, int, int]:
 def measure(workers: int, mmap: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         server, admin_port, service_port = setup(Path(tmp), workers, mmap)
-        process = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             deadline = time.monotonic() + 120
             described: dict[str, object] = {}

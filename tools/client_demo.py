@@ -36,8 +36,11 @@ def main() -> int:
     iam = load_iam_config(IAM_CONFIG)
     client = load_client_config(CLIENT_CONFIG)
     parts = [
-        ("development IAM", ["roadkit_deviam", "serve", "--config", str(IAM_CONFIG)],
-         f"{client.iam.issuer}/.well-known/openid-configuration"),
+        (
+            "development IAM",
+            ["roadkit_deviam", "serve", "--config", str(IAM_CONFIG)],
+            f"{client.iam.issuer}/.well-known/openid-configuration",
+        ),
         ("routing service", ["roadkit.cli", "serve", str(SERVER_CONFIG)], f"{client.app.routing_url}/getcapabilities"),
         ("backend and app", ["roadkit_client", "serve", "--config", str(CLIENT_CONFIG)], f"{client.app.public_url}/settings.json"),
     ]
@@ -53,9 +56,7 @@ def main() -> int:
                 return 1
         app_url = client.app.public_url
         remote = (
-            f"{app_url}/login?mode=remote"
-            if client.allow_mode_override
-            else f'set mode = "remote" in {CLIENT_CONFIG.relative_to(ROOT)}'
+            f"{app_url}/login?mode=remote" if client.allow_mode_override else f'set mode = "remote" in {CLIENT_CONFIG.relative_to(ROOT)}'
         )
         users = ", ".join(f"{u.username} / {u.password}" for u in iam.users)
         lines = [

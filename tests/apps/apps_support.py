@@ -37,7 +37,9 @@ class RunningIam:
         return f"{self.url}/realms/roadkit"
 
 
-def start_iam(overrides: dict[str, Any] | None = None, *, app_url: str = APP_URL, portal_url: str = PORTAL_URL) -> tuple[RunningIam, ServerThread]:
+def start_iam(
+    overrides: dict[str, Any] | None = None, *, app_url: str = APP_URL, portal_url: str = PORTAL_URL
+) -> tuple[RunningIam, ServerThread]:
     """Start an IAM in a thread (call ``stop()`` on the returned server)."""
     sock = bound_socket()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"

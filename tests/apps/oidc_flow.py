@@ -49,13 +49,28 @@ def location_params(response: httpx.Response) -> dict[str, str]:
 
 
 def login_for_code(
-    http: httpx.Client, iam_url: str, redirect_uri: str, *, username: str = "demo", password: str = "demo-password",
-    client_id: str = APP_CLIENT, scope: str = "openid", **extra: str,
+    http: httpx.Client,
+    iam_url: str,
+    redirect_uri: str,
+    *,
+    username: str = "demo",
+    password: str = "demo-password",
+    client_id: str = APP_CLIENT,
+    scope: str = "openid",
+    **extra: str,
 ) -> tuple[dict[str, str], str]:
     """Run the authorization request + login form; returns (callback params, verifier)."""
     verifier, challenge = pkce_pair()
-    params = {"client_id": client_id, "redirect_uri": redirect_uri, "response_type": "code", "scope": scope,
-              "state": secrets.token_hex(16), "code_challenge": challenge, "code_challenge_method": "S256", **extra}
+    params = {
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "response_type": "code",
+        "scope": scope,
+        "state": secrets.token_hex(16),
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        **extra,
+    }
     first = authorize(http, iam_url, **params)
     if first.status_code == 200:
         first = submit_login(http, first, username, password)
@@ -64,8 +79,9 @@ def login_for_code(
     return result, verifier
 
 
-def exchange(http: httpx.Client, iam_url: str, code: str, verifier: str | None, redirect_uri: str,
-             client_id: str = APP_CLIENT, **extra: str) -> httpx.Response:
+def exchange(
+    http: httpx.Client, iam_url: str, code: str, verifier: str | None, redirect_uri: str, client_id: str = APP_CLIENT, **extra: str
+) -> httpx.Response:
     """POST the token endpoint with an authorization code."""
     data = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "client_id": client_id, **extra}
     if verifier is not None:
@@ -75,8 +91,9 @@ def exchange(http: httpx.Client, iam_url: str, code: str, verifier: str | None, 
 
 def refresh(http: httpx.Client, iam_url: str, refresh_token: str, client_id: str = APP_CLIENT) -> httpx.Response:
     """POST the token endpoint with a refresh token."""
-    return http.post(oidc_url(iam_url, "token"),
-                     data={"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id})
+    return http.post(
+        oidc_url(iam_url, "token"), data={"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id}
+    )
 
 
 def tokens_for(http: httpx.Client, iam_url: str, redirect_uri: str, **login: Any) -> dict[str, Any]:

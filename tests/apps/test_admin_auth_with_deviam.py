@@ -30,7 +30,9 @@ async def test_admin_writes_need_an_iam_token_with_the_admin_role(tmp_path: Path
         with httpx.Client() as http:
             user_token = tokens_for(http, iam.url, f"{APP_URL}/", username="demo", password="demo-password")["access_token"]
         make_service(tmp_path, port=1)
-        path = write(tmp_path / "server.toml", f"""
+        path = write(
+            tmp_path / "server.toml",
+            f"""
 [administrator.listener]
 host = "0.0.0.0"
 port = 1
@@ -41,7 +43,8 @@ role = "roadkit-admin"
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+        )
         admin = Administrator(load_server(path), Plugins.create(load_entry_points=False))
     except BaseException:
         server.stop()

@@ -8,9 +8,14 @@ from .apps_support import Stack
 
 
 def test_cors_preflight_allows_authorization_from_app_origin(stack: Stack) -> None:
-    response = httpx.options(f"{stack.backend_url}/documents", headers={
-        "Origin": stack.app_url, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization, content-type, x-requested-with"})
+    response = httpx.options(
+        f"{stack.backend_url}/documents",
+        headers={
+            "Origin": stack.app_url,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, x-requested-with",
+        },
+    )
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == stack.app_url
     assert response.headers["access-control-allow-credentials"] == "true"
@@ -20,9 +25,10 @@ def test_cors_preflight_allows_authorization_from_app_origin(stack: Stack) -> No
 
 
 def test_cors_preflight_refuses_other_origins(stack: Stack) -> None:
-    response = httpx.options(f"{stack.backend_url}/me", headers={
-        "Origin": "http://evil.test", "Access-Control-Request-Method": "GET",
-        "Access-Control-Request-Headers": "authorization"})
+    response = httpx.options(
+        f"{stack.backend_url}/me",
+        headers={"Origin": "http://evil.test", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"},
+    )
     assert response.status_code == 400 and "access-control-allow-origin" not in response.headers
 
 

@@ -25,8 +25,16 @@ def _me(stack: Stack, token: str) -> httpx.Response:
 def _forge(stack: Stack, **changes) -> str:
     """A token signed with the IAM's real key, with some claims changed."""
     now = int(time.time())
-    claims = {"iss": stack.iam.issuer, "sub": str(uuid.uuid4()), "aud": "account", "azp": "roadkit-app",
-              "typ": "Bearer", "iat": now, "exp": now + 300, "preferred_username": "forged"}
+    claims = {
+        "iss": stack.iam.issuer,
+        "sub": str(uuid.uuid4()),
+        "aud": "account",
+        "azp": "roadkit-app",
+        "typ": "Bearer",
+        "iat": now,
+        "exp": now + 300,
+        "preferred_username": "forged",
+    }
     claims.update(changes)
     return stack.iam.iam.keys.sign({k: v for k, v in claims.items() if v is not None})
 
@@ -44,8 +52,14 @@ def test_me_returns_profile_for_valid_token(stack: Stack, http: httpx.Client) ->
     response = _me(stack, tokens["access_token"])
     assert response.status_code == 200
     body = response.json()
-    assert body == {"id": body["id"], "username": "demo", "email": "demo@example.org", "firstName": "Demo",
-                    "lastName": "User", "name": "Demo User"}
+    assert body == {
+        "id": body["id"],
+        "username": "demo",
+        "email": "demo@example.org",
+        "firstName": "Demo",
+        "lastName": "User",
+        "name": "Demo User",
+    }
     uuid.UUID(body["id"])
 
 
@@ -92,9 +106,11 @@ def test_refresh_token_is_not_an_access_token(stack: Stack, http: httpx.Client) 
 def test_token_signed_by_unknown_key_is_refused(stack: Stack) -> None:
     key = jwk.RSAKey.generate_key(2048, parameters={"kid": "attacker-key"}, private=True)
     now = int(time.time())
-    token = jwt.encode({"alg": "RS256", "kid": "attacker-key"}, {
-        "iss": stack.iam.issuer, "sub": "x", "aud": "account", "azp": "roadkit-app", "typ": "Bearer",
-        "iat": now, "exp": now + 300}, key)
+    token = jwt.encode(
+        {"alg": "RS256", "kid": "attacker-key"},
+        {"iss": stack.iam.issuer, "sub": "x", "aud": "account", "azp": "roadkit-app", "typ": "Bearer", "iat": now, "exp": now + 300},
+        key,
+    )
     _assert_401(_me(stack, token), "Unknown signing key")
 
 
@@ -116,10 +132,17 @@ def test_key_rotation_is_picked_up_through_jwks_refresh(stack: Stack, http: http
 
 def test_configured_audience_is_accepted_without_azp() -> None:
     overrides = {"iam": {"audiences": ["roadkit-api"], "authorized_parties": ["nobody"]}}
-    iam_overrides = {"clients": [
-        {"client_id": "roadkit-app", "public": True, "pkce_method": "S256", "audiences": ["roadkit-api"],
-         "redirect_uris": ["http://127.0.0.1:1/"]},
-    ]}
+    iam_overrides = {
+        "clients": [
+            {
+                "client_id": "roadkit-app",
+                "public": True,
+                "pkce_method": "S256",
+                "audiences": ["roadkit-api"],
+                "redirect_uris": ["http://127.0.0.1:1/"],
+            },
+        ]
+    }
     with running_stack(overrides, iam_overrides) as stack, httpx.Client() as http:
         token = tokens_for(http, stack.iam.url, "http://127.0.0.1:1/")["access_token"]
         assert _me(stack, token).status_code == 200

@@ -79,10 +79,22 @@ login = "http://127.0.0.1:{app_port}/login"
 port = {app_port}
 public_url = "http://127.0.0.1:{app_port}"
 """)
-    iam = subprocess.Popen([sys.executable, "-m", "roadkit_deviam", "serve", "--config", str(ROOT / "apps/deviam/example.toml"),
-                            "--port", str(iam_port), "--public-url", iam_url], stderr=subprocess.PIPE)
-    client = subprocess.Popen([sys.executable, "-m", "roadkit_client", "serve", "--config", str(config)],
-                              stderr=subprocess.PIPE)
+    iam = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "roadkit_deviam",
+            "serve",
+            "--config",
+            str(ROOT / "apps/deviam/example.toml"),
+            "--port",
+            str(iam_port),
+            "--public-url",
+            iam_url,
+        ],
+        stderr=subprocess.PIPE,
+    )
+    client = subprocess.Popen([sys.executable, "-m", "roadkit_client", "serve", "--config", str(config)], stderr=subprocess.PIPE)
     try:
         discovery = _wait(f"{iam_url}/realms/roadkit/.well-known/openid-configuration", iam).json()
         assert discovery["issuer"] == f"{iam_url}/realms/roadkit"
@@ -96,9 +108,12 @@ public_url = "http://127.0.0.1:{app_port}"
         for proc in (client, iam):
             proc.terminate()
             proc.wait(10)
+            if proc.stderr is not None:  # unclosed, the pipe is a ResourceWarning (an error in the tests)
+                proc.stderr.close()
 
 
 def test_cli_reports_config_errors(tmp_path: Path) -> None:
-    missing = subprocess.run([sys.executable, "-m", "roadkit_client", "serve", "--config", str(tmp_path / "none.toml")],
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        [sys.executable, "-m", "roadkit_client", "serve", "--config", str(tmp_path / "none.toml")], capture_output=True, text=True
+    )
     assert missing.returncode == 2 and "cannot read" in missing.stderr

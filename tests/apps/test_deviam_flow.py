@@ -30,16 +30,29 @@ def _claims(token: str) -> dict:
 
 def _auth_params(**extra: str) -> dict[str, str]:
     _, challenge = pkce_pair()
-    return {"client_id": APP_CLIENT, "redirect_uri": REDIRECT, "response_type": "code", "scope": "openid",
-            "state": "st-123", "code_challenge": challenge, "code_challenge_method": "S256", **extra}
+    return {
+        "client_id": APP_CLIENT,
+        "redirect_uri": REDIRECT,
+        "response_type": "code",
+        "scope": "openid",
+        "state": "st-123",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        **extra,
+    }
 
 
 def test_discovery_serves_keycloak_paths(iam: RunningIam, http: httpx.Client) -> None:
     doc = http.get(f"{iam.url}/realms/roadkit/.well-known/openid-configuration").json()
     assert doc["issuer"] == iam.issuer
-    for key, path in [("authorization_endpoint", "auth"), ("token_endpoint", "token"), ("jwks_uri", "certs"),
-                      ("userinfo_endpoint", "userinfo"), ("end_session_endpoint", "logout"),
-                      ("revocation_endpoint", "revoke")]:
+    for key, path in [
+        ("authorization_endpoint", "auth"),
+        ("token_endpoint", "token"),
+        ("jwks_uri", "certs"),
+        ("userinfo_endpoint", "userinfo"),
+        ("end_session_endpoint", "logout"),
+        ("revocation_endpoint", "revoke"),
+    ]:
         assert doc[key] == f"{iam.issuer}/protocol/openid-connect/{path}"
     keys = http.get(doc["jwks_uri"]).json()["keys"]
     assert keys and all(k["kid"] and k["alg"] == "RS256" and "d" not in k for k in keys)
@@ -86,8 +99,12 @@ def test_missing_code_challenge_method_redirects_with_keycloak_error(iam: Runnin
     params = _auth_params()
     del params["code_challenge_method"]
     result = location_params(authorize(http, iam.url, **params))
-    assert result == {"error": "invalid_request", "error_description": "Missing parameter: code_challenge_method",
-                      "state": "st-123", "iss": iam.issuer}
+    assert result == {
+        "error": "invalid_request",
+        "error_description": "Missing parameter: code_challenge_method",
+        "state": "st-123",
+        "iss": iam.issuer,
+    }
 
 
 def test_code_is_single_use(iam: RunningIam, http: httpx.Client) -> None:
@@ -141,8 +158,7 @@ def test_prompt_none_without_session_answers_login_required(iam: RunningIam, htt
 
 def test_prompt_none_with_session_returns_a_code(iam: RunningIam, http: httpx.Client) -> None:
     login_for_code(http, iam.url, REDIRECT)
-    result = location_params(authorize(http, iam.url, **_auth_params(
-        prompt="none", redirect_uri=f"{APP_URL}/silent-check.html")))
+    result = location_params(authorize(http, iam.url, **_auth_params(prompt="none", redirect_uri=f"{APP_URL}/silent-check.html")))
     assert result["code"] and result["state"] == "st-123"
 
 
@@ -160,8 +176,9 @@ def test_response_mode_fragment_puts_parameters_in_fragment(iam: RunningIam, htt
 
 
 def test_confidential_client_with_wrong_secret_gets_401(iam: RunningIam, http: httpx.Client) -> None:
-    response = http.post(oidc_url(iam.url, "token"), data={"grant_type": "authorization_code", "code": "x"},
-                         auth=("roadkit-portal", "wrong"))
+    response = http.post(
+        oidc_url(iam.url, "token"), data={"grant_type": "authorization_code", "code": "x"}, auth=("roadkit-portal", "wrong")
+    )
     assert response.status_code == 401
     assert response.json() == {"error": "invalid_client", "error_description": "Invalid client or Invalid client credentials"}
 
@@ -176,15 +193,25 @@ def test_missing_code_and_unknown_grant(iam: RunningIam, http: httpx.Client) -> 
 
 def test_token_endpoint_cors_only_for_web_origins(iam: RunningIam, http: httpx.Client) -> None:
     params, verifier = login_for_code(http, iam.url, REDIRECT)
-    ok = http.post(oidc_url(iam.url, "token"), headers={"Origin": APP_URL},
-                   data={"grant_type": "authorization_code", "code": params["code"], "redirect_uri": REDIRECT,
-                         "client_id": APP_CLIENT, "code_verifier": verifier})
+    ok = http.post(
+        oidc_url(iam.url, "token"),
+        headers={"Origin": APP_URL},
+        data={
+            "grant_type": "authorization_code",
+            "code": params["code"],
+            "redirect_uri": REDIRECT,
+            "client_id": APP_CLIENT,
+            "code_verifier": verifier,
+        },
+    )
     assert ok.headers["access-control-allow-origin"] == APP_URL and ok.headers["cache-control"] == "no-store"
-    other = http.post(oidc_url(iam.url, "token"), headers={"Origin": "http://evil.test"},
-                      data={"grant_type": "refresh_token", "refresh_token": "x", "client_id": APP_CLIENT})
+    other = http.post(
+        oidc_url(iam.url, "token"),
+        headers={"Origin": "http://evil.test"},
+        data={"grant_type": "refresh_token", "refresh_token": "x", "client_id": APP_CLIENT},
+    )
     assert "access-control-allow-origin" not in other.headers
-    preflight = http.options(oidc_url(iam.url, "token"), headers={
-        "Origin": APP_URL, "Access-Control-Request-Method": "POST"})
+    preflight = http.options(oidc_url(iam.url, "token"), headers={"Origin": APP_URL, "Access-Control-Request-Method": "POST"})
     assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == APP_URL
 
 

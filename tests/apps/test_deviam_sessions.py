@@ -69,8 +69,11 @@ def test_clock_moves_token_times(iam: RunningIam, http: httpx.Client) -> None:
 
 def test_refresh_with_another_client_is_refused(iam: RunningIam, http: httpx.Client) -> None:
     tokens = tokens_for(http, iam.url, REDIRECT)
-    response = http.post(oidc_url(iam.url, "token"), auth=("roadkit-portal", "roadkit-portal-dev-secret"),
-                         data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]})
+    response = http.post(
+        oidc_url(iam.url, "token"),
+        auth=("roadkit-portal", "roadkit-portal-dev-secret"),
+        data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]},
+    )
     assert response.json()["error"] == "invalid_grant"
 
 
@@ -84,8 +87,9 @@ def test_userinfo_accepts_access_token_and_refuses_garbage(iam: RunningIam, http
 
 def test_revoking_refresh_token_ends_the_session(iam: RunningIam, http: httpx.Client) -> None:
     tokens = tokens_for(http, iam.url, REDIRECT)
-    revoked = http.post(oidc_url(iam.url, "revoke"), data={
-        "token": tokens["refresh_token"], "token_type_hint": "refresh_token", "client_id": "roadkit-app"})
+    revoked = http.post(
+        oidc_url(iam.url, "revoke"), data={"token": tokens["refresh_token"], "token_type_hint": "refresh_token", "client_id": "roadkit-app"}
+    )
     assert revoked.status_code == 200
     assert refresh(http, iam.url, tokens["refresh_token"]).json()["error"] == "invalid_grant"
     userinfo = http.get(oidc_url(iam.url, "userinfo"), headers={"Authorization": f"Bearer {tokens['access_token']}"})
@@ -94,15 +98,25 @@ def test_revoking_refresh_token_ends_the_session(iam: RunningIam, http: httpx.Cl
 
 def test_logout_with_id_token_hint_redirects_with_state(iam: RunningIam, http: httpx.Client) -> None:
     tokens = tokens_for(http, iam.url, REDIRECT)
-    response = http.get(oidc_url(iam.url, "logout"), params={
-        "id_token_hint": tokens["id_token"], "client_id": "roadkit-app",
-        "post_logout_redirect_uri": REDIRECT, "state": "bye-1"})
+    response = http.get(
+        oidc_url(iam.url, "logout"),
+        params={"id_token_hint": tokens["id_token"], "client_id": "roadkit-app", "post_logout_redirect_uri": REDIRECT, "state": "bye-1"},
+    )
     assert response.status_code == 302 and response.headers["location"] == f"{REDIRECT}?state=bye-1"
     assert refresh(http, iam.url, tokens["refresh_token"]).json()["error_description"] == "Session not active"
-    again = location_params(authorize(http, iam.url, client_id="roadkit-app", redirect_uri=REDIRECT,
-                                      response_type="code", prompt="none", state="s",
-                                      code_challenge="E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-                                      code_challenge_method="S256"))
+    again = location_params(
+        authorize(
+            http,
+            iam.url,
+            client_id="roadkit-app",
+            redirect_uri=REDIRECT,
+            response_type="code",
+            prompt="none",
+            state="s",
+            code_challenge="E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+            code_challenge_method="S256",
+        )
+    )
     assert again["error"] == "login_required"
 
 
@@ -115,8 +129,7 @@ def test_logout_without_hint_asks_for_confirmation(iam: RunningIam, http: httpx.
 def test_logout_redirect_needs_client_id_or_hint(iam: RunningIam, http: httpx.Client) -> None:
     page = http.get(oidc_url(iam.url, "logout"), params={"post_logout_redirect_uri": REDIRECT})
     assert page.status_code == 400
-    assert ("Either the parameter &#x27;client_id&#x27; or the parameter &#x27;id_token_hint&#x27; is required"
-            in page.text)
+    assert "Either the parameter &#x27;client_id&#x27; or the parameter &#x27;id_token_hint&#x27; is required" in page.text
 
 
 def test_backchannel_logout_with_refresh_token(iam: RunningIam, http: httpx.Client) -> None:
@@ -124,10 +137,13 @@ def test_backchannel_logout_with_refresh_token(iam: RunningIam, http: httpx.Clie
 
     callback = f"{PORTAL_URL}/login/callback"
     params, verifier = login_for_code(http, iam.url, callback, client_id="roadkit-portal")
-    tokens = http.post(oidc_url(iam.url, "token"), auth=("roadkit-portal", "roadkit-portal-dev-secret"), data={
-        "grant_type": "authorization_code", "code": params["code"], "redirect_uri": callback,
-        "code_verifier": verifier}).json()
-    response = http.post(oidc_url(iam.url, "logout"), auth=("roadkit-portal", "roadkit-portal-dev-secret"),
-                         data={"refresh_token": tokens["refresh_token"]})
+    tokens = http.post(
+        oidc_url(iam.url, "token"),
+        auth=("roadkit-portal", "roadkit-portal-dev-secret"),
+        data={"grant_type": "authorization_code", "code": params["code"], "redirect_uri": callback, "code_verifier": verifier},
+    ).json()
+    response = http.post(
+        oidc_url(iam.url, "logout"), auth=("roadkit-portal", "roadkit-portal-dev-secret"), data={"refresh_token": tokens["refresh_token"]}
+    )
     assert response.status_code == 204
     assert http.get(f"{iam.url}/_testing/state").json()["sessions"] == []

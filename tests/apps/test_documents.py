@@ -10,10 +10,21 @@ import pytest
 from .apps_support import Stack, running_stack
 from .oidc_flow import tokens_for
 
-ROUTE = {"type": "Feature", "properties": {"distance": 1234.5},
-         "geometry": {"type": "LineString", "coordinates": [[7.41, 43.73], [7.42, 43.74]]}}
-ISOCHRONE = {"type": "FeatureCollection", "features": [
-    {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon", "coordinates": [[[7.4, 43.7], [7.5, 43.7], [7.4, 43.8], [7.4, 43.7]]]}}]}
+ROUTE = {
+    "type": "Feature",
+    "properties": {"distance": 1234.5},
+    "geometry": {"type": "LineString", "coordinates": [[7.41, 43.73], [7.42, 43.74]]},
+}
+ISOCHRONE = {
+    "type": "FeatureCollection",
+    "features": [
+        {
+            "type": "Feature",
+            "properties": {},
+            "geometry": {"type": "Polygon", "coordinates": [[[7.4, 43.7], [7.5, 43.7], [7.4, 43.8], [7.4, 43.7]]]},
+        }
+    ],
+}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -31,8 +42,7 @@ class Api:
 
     def __init__(self, stack: Stack, username: str) -> None:
         with httpx.Client() as http:
-            token = tokens_for(http, stack.iam.url, f"{stack.app_url}/", username=username,
-                               password=f"{username}-password")["access_token"]
+            token = tokens_for(http, stack.iam.url, f"{stack.app_url}/", username=username, password=f"{username}-password")["access_token"]
         self.base = stack.backend_url
         self.headers = {"Authorization": f"Bearer {token}"}
 
@@ -74,17 +84,20 @@ def test_users_only_see_their_own_documents(docs_stack: Stack) -> None:
     assert [d["id"] for d in demo.list()] == [mine["id"]]
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"title": "", "type": "route", "geojson": ROUTE}, "title"),
-    ({"title": "x" * 201, "type": "route", "geojson": ROUTE}, "title"),
-    ({"title": "ok", "type": "map", "geojson": ROUTE}, "type"),
-    ({"title": "ok", "type": "route", "geojson": "LINESTRING(0 0)"}, "geojson"),
-    ({"title": "ok", "type": "route", "geojson": {"type": "Circle"}}, "geojson.type"),
-    ({"title": "ok", "type": "route", "geojson": {"type": "FeatureCollection"}}, "geojson.features"),
-    ({"title": "ok", "type": "route", "geojson": {"type": "Point"}}, "geojson.coordinates"),
-    ({"title": "ok", "type": "route", "geojson": ROUTE, "owner": "alice"}, "owner"),
-    (["not", "an", "object"], "body"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"title": "", "type": "route", "geojson": ROUTE}, "title"),
+        ({"title": "x" * 201, "type": "route", "geojson": ROUTE}, "title"),
+        ({"title": "ok", "type": "map", "geojson": ROUTE}, "type"),
+        ({"title": "ok", "type": "route", "geojson": "LINESTRING(0 0)"}, "geojson"),
+        ({"title": "ok", "type": "route", "geojson": {"type": "Circle"}}, "geojson.type"),
+        ({"title": "ok", "type": "route", "geojson": {"type": "FeatureCollection"}}, "geojson.features"),
+        ({"title": "ok", "type": "route", "geojson": {"type": "Point"}}, "geojson.coordinates"),
+        ({"title": "ok", "type": "route", "geojson": ROUTE, "owner": "alice"}, "owner"),
+        (["not", "an", "object"], "body"),
+    ],
+)
 def test_invalid_documents_get_400_naming_the_field(stack: Stack, body: object, field: str) -> None:
     response = Api(stack, "demo").create(body)
     assert response.status_code == 400, response.text
@@ -107,6 +120,5 @@ def test_malformed_json_wrong_type_and_oversized_bodies(stack: Stack) -> None:
             yield b"x" * 10000
         yield b'"}}'
 
-    streamed = httpx.post(f"{api.base}/documents", headers={**api.headers, "Content-Type": "application/json"},
-                          content=chunks())
+    streamed = httpx.post(f"{api.base}/documents", headers={**api.headers, "Content-Type": "application/json"}, content=chunks())
     assert streamed.status_code == 413

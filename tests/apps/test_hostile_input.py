@@ -66,8 +66,10 @@ def raw_post(api: Api, body: bytes) -> httpx.Response:
 def test_non_finite_numbers_are_refused_and_nothing_is_stored(db_stack: tuple[Stack, Db], number: str) -> None:
     stack, db = db_stack
     api = Api(stack, "demo")
-    body = ('{"title": "t", "type": "route", "geojson": {"type": "Feature", "properties": {}, '
-            f'"geometry": {{"type": "LineString", "coordinates": [[7.41, 43.73], [{number}, 43.74]]}}}}}}')
+    body = (
+        '{"title": "t", "type": "route", "geojson": {"type": "Feature", "properties": {}, '
+        f'"geometry": {{"type": "LineString", "coordinates": [[7.41, 43.73], [{number}, 43.74]]}}}}}}'
+    )
     response = raw_post(api, body.encode())
     assert response.status_code == 400, response.text
     assert response.json()["error"]["message"].startswith("body:")
@@ -83,8 +85,12 @@ def test_an_unrenderable_stored_document_does_not_break_the_list(db_stack: tuple
     # A row written behind the API's back (or before input was checked): NaN in SQLite (JSONB refuses
     # it), nesting deeper than Python's parser goes in JSONB (valid there).
     deep = '{"type":"Point","coordinates":' + "[" * 3000 + "]" * 3000 + "}"
-    db.execute("UPDATE documents SET geojson = ? WHERE id = ?", "UPDATE documents SET geojson = $1::jsonb WHERE id = $2",
-               '{"type":"Point","coordinates":[NaN,1]}' if db.sqlite_path else deep, bad["id"])
+    db.execute(
+        "UPDATE documents SET geojson = ? WHERE id = ?",
+        "UPDATE documents SET geojson = $1::jsonb WHERE id = $2",
+        '{"type":"Point","coordinates":[NaN,1]}' if db.sqlite_path else deep,
+        bad["id"],
+    )
     listed = api.list()  # local mode (bearer token)
     assert [(d["id"], d["geojson"]) for d in listed] == [(bad["id"], None), (good["id"], ROUTE)]
     # Remote mode: the same user through the portal's cookie sees the same list.
@@ -112,11 +118,11 @@ def test_lone_surrogates_are_a_400_naming_the_field(stack: Stack) -> None:
     api = Api(stack, "demo")
     title = raw_post(api, b'{"title": "a\\ud800b", "type": "route", "geojson": {"type": "Point", "coordinates": [1, 2]}}')
     assert title.status_code == 400 and title.json()["error"]["message"].startswith("title:"), title.text
-    nested = raw_post(api, b'{"title": "t", "type": "route", "geojson": {"type": "Feature", "geometry": null, '
-                           b'"properties": {"name": "\\udfff"}}}')
+    nested = raw_post(
+        api, b'{"title": "t", "type": "route", "geojson": {"type": "Feature", "geometry": null, "properties": {"name": "\\udfff"}}}'
+    )
     assert nested.status_code == 400 and nested.json()["error"]["message"].startswith("geojson.properties.name:")
-    key = raw_post(api, b'{"title": "t", "type": "route", "geojson": {"type": "Feature", "geometry": null, '
-                        b'"properties": {"\\ud800": 1}}}')
+    key = raw_post(api, b'{"title": "t", "type": "route", "geojson": {"type": "Feature", "geometry": null, "properties": {"\\ud800": 1}}}')
     assert key.status_code == 400, key.text
     # A valid pair is text (U+1F600), accepted.
     pair = raw_post(api, b'{"title": "smile \\ud83d\\ude00", "type": "route", "geojson": {"type": "Point", "coordinates": [1, 2]}}')
@@ -134,4 +140,3 @@ def test_anonymous_logins_are_purged_and_bounded(db_stack: tuple[Stack, Db]) -> 
         assert anonymous.get(f"{stack.backend_url}/login", params={"app": "roadkit"}).status_code == 302
     rows = db.execute("SELECT created_at FROM login_requests", "SELECT created_at FROM login_requests")
     assert len(rows) == 1 and float(rows[0][0]) > float(newest)  # type: ignore[arg-type]
-

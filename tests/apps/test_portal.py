@@ -34,8 +34,10 @@ def test_portal_login_success_sets_session_cookie(stack: Stack, http: httpx.Clie
     assert "httponly" in cookie and "samesite=lax" in cookie and "path=/" in cookie
     me = http.get(f"{stack.backend_url}/me")
     assert me.status_code == 200 and me.json()["username"] == "demo"
-    created = http.post(f"{stack.backend_url}/documents",
-                        json={"title": "remote", "type": "route", "geojson": {"type": "Point", "coordinates": [7.4, 43.7]}})
+    created = http.post(
+        f"{stack.backend_url}/documents",
+        json={"title": "remote", "type": "route", "geojson": {"type": "Point", "coordinates": [7.4, 43.7]}},
+    )
     assert created.status_code == 201
     assert [d["title"] for d in http.get(f"{stack.backend_url}/documents").json()] == ["remote"]
 

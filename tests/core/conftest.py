@@ -53,7 +53,9 @@ class StraightLineSource(Source):
             await self.run_blocking(time.sleep, self.options.delay)  # a slow blocking engine call
         legs = list(zip(request.points, request.points[1:], strict=False))
         portions = [Portion(a, b, _meters(a, b), _meters(a, b) / 10) for a, b in legs]
-        return RouteResponse(request.start, request.end, list(request.points), sum(p.distance for p in portions), sum(p.duration for p in portions), portions)
+        return RouteResponse(
+            request.start, request.end, list(request.points), sum(p.distance for p in portions), sum(p.duration for p in portions), portions
+        )
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         return NearestResponse([NearestPoint(request.point, 0.0)] * request.number)
@@ -139,11 +141,10 @@ def make_service(root: Path, *, port: int = 8080, sources: dict[str, str] | None
 
 
 def free_port() -> int:
-    import socket
+    """A loopback port reserved for a server a test configures (see roadkit.serving_helpers.reserve_port)."""
+    from roadkit.serving_helpers import reserve_port
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return reserve_port()
 
 
 def run(coro: Any) -> Any:

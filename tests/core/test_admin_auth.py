@@ -50,17 +50,26 @@ class Iam:
         async def jwks(request: Request) -> JSONResponse:
             return JSONResponse({"keys": [self.key.as_dict(private=False)]})
 
-        app = Starlette(routes=[
-            Route("/realms/test/.well-known/openid-configuration", discovery),
-            Route("/realms/test/protocol/openid-connect/certs", jwks),
-        ])
+        app = Starlette(
+            routes=[
+                Route("/realms/test/.well-known/openid-configuration", discovery),
+                Route("/realms/test/protocol/openid-connect/certs", jwks),
+            ]
+        )
         self.thread = ServerThread([(app, sock)])
         self.thread.start(f"{self.issuer}/.well-known/openid-configuration")
 
     def token(self, key: ECKey | None = None, **claims: Any) -> str:
         now = int(time.time())
-        body = {"iss": self.issuer, "sub": "alice", "typ": "Bearer", "aud": "roadkit-admin", "iat": now, "exp": now + 300,
-                "realm_access": {"roles": ["roadkit-admin"]}} | claims
+        body = {
+            "iss": self.issuer,
+            "sub": "alice",
+            "typ": "Bearer",
+            "aud": "roadkit-admin",
+            "iat": now,
+            "exp": now + 300,
+            "realm_access": {"roles": ["roadkit-admin"]},
+        } | claims
         body = {name: value for name, value in body.items() if value is not None}  # None: leave that claim out
         return jwt.encode({"alg": "ES256", "kid": "k1"}, body, key or self.key)
 
@@ -74,7 +83,9 @@ def iam() -> Iterator[Iam]:
 
 def server(root: Path, auth: str = "", host: str = "127.0.0.1") -> Path:
     make_service(root, port=1)
-    return write(root / "server.toml", f"""
+    return write(
+        root / "server.toml",
+        f"""
 [administrator.listener]
 host = "{host}"
 port = 1
@@ -83,7 +94,8 @@ port = 1
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+    )
 
 
 @pytest.fixture
@@ -119,13 +131,22 @@ audiences = ["roadkit-admin"]
 
 async def test_without_authentication_writes_are_accepted_only_from_loopback(make_client: Any) -> None:
     outside, local = make_client(client=OUTSIDE), make_client(client=LOCAL)
-    for method, path in (("PUT", "/services/main/sources/a"), ("POST", "/services"), ("DELETE", "/services/main"),
-                         ("DELETE", "/services/main/resources/r"), ("GET", "/services/main/restart")):
+    for method, path in (
+        ("PUT", "/services/main/sources/a"),
+        ("POST", "/services"),
+        ("DELETE", "/services/main"),
+        ("DELETE", "/services/main/resources/r"),
+        ("GET", "/services/main/restart"),
+    ):
         refused = await outside.request(method, path, json=SOURCE_A)
         assert refused.status_code == 403, (method, path)
         assert "only from this machine (loopback, not through a proxy)" in refused.json()["error"]["message"]
     assert (await outside.get("/health")).status_code in (200, 503)  # reads stay open
     assert (await outside.get("/services")).status_code == 200
+    assert (await outside.get("/services/main/resources")).status_code == 200
+    for path in ("/services/main/sources", "/services/main/sources/a", "/services/main/sources/"):
+        assert (await outside.get(path)).status_code == 403, path  # source documents may hold a database password
+    assert (await local.get("/services/main/sources")).status_code == 200
     allowed = await local.delete("/services/nope")
     assert allowed.status_code == 404  # past the check: the service is unknown
     ipv6 = make_client(client=("::1", 1))
@@ -139,8 +160,14 @@ async def test_forwarding_headers_never_make_a_client_local(make_client: Any) ->
         response = await outside.delete("/services/nope", headers={name: value})
         assert response.status_code == 403, name  # a header written by the client proves nothing
     # A reverse proxy on this machine is a loopback peer: what it forwards is not local.
-    for headers in ({"x-forwarded-for": "203.0.113.9"}, {"x-forwarded-for": "127.0.0.1, 203.0.113.9"}, {"x-real-ip": "203.0.113.9"},
-                    {"forwarded": 'for="[2001:db8::1]:4711"'}, {"via": "1.1 nginx"}, {"X-Forwarded-For": "127.0.0.1"}):
+    for headers in (
+        {"x-forwarded-for": "203.0.113.9"},
+        {"x-forwarded-for": "127.0.0.1, 203.0.113.9"},
+        {"x-real-ip": "203.0.113.9"},
+        {"forwarded": 'for="[2001:db8::1]:4711"'},
+        {"via": "1.1 nginx"},
+        {"X-Forwarded-For": "127.0.0.1"},
+    ):
         response = await local.delete("/services/nope", headers=headers)
         assert response.status_code == 403, headers
         assert "not through a proxy" in response.json()["error"]["message"]
@@ -151,7 +178,10 @@ def test_the_server_refuses_a_reachable_admin_listener_without_authentication(tm
     path = server(tmp_path, host="0.0.0.0")
     with pytest.raises(ConfigurationError) as refused:
         load_server(path)
-    assert "administrator.listener.host: the admin API would listen on '0.0.0.0', which other machines can reach, with no authentication" in refused.value.message
+    assert (
+        "administrator.listener.host: the admin API would listen on '0.0.0.0', which other machines can reach, with no authentication"
+        in refused.value.message
+    )
     assert roadkit_main(["serve", str(path)]) == 2
     assert "Configure [administrator.auth]" in capsys.readouterr().err
     tokens = tmp_path / "tokens"
@@ -194,6 +224,10 @@ async def test_iam_tokens_wrong_expired_tampered_or_without_the_role(make_client
     assert (await client.get("/services/main/restart")).status_code == 401  # Road2's restart is a write
     assert (await client.get("/services")).status_code == 200  # reads are open unless protected
     assert (await client.get("/openapi.json")).status_code == 200
+    assert (await client.get("/services/main/sources")).status_code == 401  # ... except source documents
+    assert (await client.get("/services/main/sources/a")).status_code == 401
+    assert (await client.get("/services/main/sources", headers=bearer(good))).status_code == 200
+    assert (await client.get("/services/main/sources", headers=bearer(iam.token(realm_access={"roles": ["user"]})))).status_code == 403
 
 
 def _unsigned(header: dict[str, Any], claims: dict[str, Any], signature: bytes = b"") -> str:
@@ -206,13 +240,23 @@ def _unsigned(header: dict[str, Any], claims: dict[str, Any], signature: bytes =
 async def test_iam_token_algorithm_is_pinned_and_every_claim_is_checked(make_client: Any, iam: Iam) -> None:
     client = make_client(jwt_auth(iam))
     now = int(time.time())
-    claims = {"iss": iam.issuer, "sub": "mallory", "typ": "Bearer", "aud": "roadkit-admin", "exp": now + 300,
-              "realm_access": {"roles": ["roadkit-admin"]}}
+    claims = {
+        "iss": iam.issuer,
+        "sub": "mallory",
+        "typ": "Bearer",
+        "aud": "roadkit-admin",
+        "exp": now + 300,
+        "realm_access": {"roles": ["roadkit-admin"]},
+    }
     public_pem = iam.key.as_pem(private=False)
     hs256_header = {"alg": "HS256", "kid": "k1", "typ": "JWT"}
     signing_input = ".".join(_unsigned(hs256_header, claims).split(".")[:2]).encode()
     # Key confusion: an HMAC "signed" with the IAM's PUBLIC key, which anyone can fetch from the JWKS.
-    confused = signing_input.decode() + "." + base64.urlsafe_b64encode(hmac.new(public_pem, signing_input, hashlib.sha256).digest()).rstrip(b"=").decode()
+    confused = (
+        signing_input.decode()
+        + "."
+        + base64.urlsafe_b64encode(hmac.new(public_pem, signing_input, hashlib.sha256).digest()).rstrip(b"=").decode()
+    )
     claims_of = iam.token  # signed by the IAM's key: only the claims are wrong
     cases = {
         "alg none": (_unsigned({"alg": "none", "kid": "k1"}, claims), "Unsupported token algorithm"),
@@ -239,7 +283,9 @@ async def test_iam_token_algorithm_is_pinned_and_every_claim_is_checked(make_cli
     for name, value in roles.items():
         response = await client.delete("/services/nope", headers={"authorization": f"Bearer {claims_of(realm_access={'roles': value})}"})
         assert response.status_code == 403, name
-    assert (await client.delete("/services/nope", headers={"authorization": f"Bearer {claims_of(aud=['x', 'roadkit-admin'])}"})).status_code == 404
+    assert (
+        await client.delete("/services/nope", headers={"authorization": f"Bearer {claims_of(aud=['x', 'roadkit-admin'])}"})
+    ).status_code == 404
 
 
 async def test_only_the_api_documents_are_open(make_client: Any, iam: Iam) -> None:

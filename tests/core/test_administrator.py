@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 from pathlib import Path
 
 import httpx
@@ -19,7 +20,9 @@ from tests.core.conftest import StraightLineSource, free_port, make_service, wri
 def server_file(tmp_path: Path, admin_port: int, service_port: int) -> Path:
     make_service(tmp_path, port=service_port)
     write(tmp_path / "cors.toml", 'origins = ["https://app.example"]\n')
-    return write(tmp_path / "server.toml", f"""
+    return write(
+        tmp_path / "server.toml",
+        f"""
 [administrator]
 cors = "cors.toml"
 [administrator.listener]
@@ -28,7 +31,8 @@ port = {admin_port}
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+    )
 
 
 async def _wait_green(client: httpx.AsyncClient, url: str) -> httpx.Response:
@@ -66,10 +70,21 @@ async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Pa
             assert green == {
                 "state": "green",
                 "administrator": {"state": "green"},
-                "services": [{"id": "main", "state": "green", "lifecycle": "ready", "sources": [{"id": "a", "type": "straightline", "state": "green"}]}],
+                "services": [
+                    {
+                        "id": "main",
+                        "state": "green",
+                        "lifecycle": "ready",
+                        "sources": [{"id": "a", "type": "straightline", "state": "green"}],
+                    }
+                ],
             }
             await starting
-            route = await client.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"}, headers={"origin": "https://app.example"})
+            route = await client.get(
+                f"http://127.0.0.1:{service_port}/simple/1.0.0/route",
+                params={"resource": "lines", "start": "0,0", "end": "1,1"},
+                headers={"origin": "https://app.example"},
+            )
             assert route.status_code == 200
             assert route.headers["access-control-allow-origin"] == "https://app.example"
             projection = (await client.get(f"{base}/services/main/projections/EPSG:4326")).json()
@@ -94,7 +109,10 @@ async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Pa
 async def test_a_service_that_fails_to_start_is_red_with_its_reason(tmp_path: Path, plugins: Plugins) -> None:
     admin_port, service_port = free_port(), free_port()
     path = server_file(tmp_path, admin_port, service_port)
-    write(tmp_path / "resources" / "lines.resource", 'id = "lines"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n')
+    write(
+        tmp_path / "resources" / "lines.resource",
+        'id = "lines"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n',
+    )
     admin = Administrator(load_server(path), plugins)
     await admin.start()
     try:
@@ -112,10 +130,13 @@ async def test_the_admin_port_in_use_is_a_clear_error(tmp_path: Path, plugins: P
     port = blocker.sockets[0].getsockname()[1]
     try:
         admin = Administrator(load_server(server_file(tmp_path, port, free_port())), plugins)
-        admin.config.administrator.listener  # noqa: B018
-        with pytest.raises(OSError):
+        assert admin.config.administrator.listener.port == port
+        with pytest.raises(OSError) as raised:
             await admin.start()
         await admin.stop()
+        # The error names the address and why, not a bare traceback from deep in the server.
+        assert raised.value.errno == errno.EADDRINUSE
+        assert f"cannot listen on 127.0.0.1:{port}" in str(raised.value)
     finally:
         blocker.close()
 
@@ -132,24 +153,35 @@ async def test_a_service_listens_with_https_on_a_self_signed_expired_certificate
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC))
         .not_valid_after(datetime.datetime(2020, 1, 2, tzinfo=datetime.UTC))
         .sign(key, hashes.SHA256())
     )
     (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     admin_port, https_port, http_port = free_port(), free_port(), free_port()
     path = server_file(tmp_path, admin_port, http_port)
     service = tmp_path / "service.toml"
-    service.write_text(service.read_text() + f'\n[[listeners]]\nid = "secure"\nport = {https_port}\ncertfile = "cert.pem"\nkeyfile = "key.pem"\n')
+    service.write_text(
+        service.read_text() + f'\n[[listeners]]\nid = "secure"\nport = {https_port}\ncertfile = "cert.pem"\nkeyfile = "key.pem"\n'
+    )
     admin = Administrator(load_server(path), plugins)
     await admin.start()
     try:
         async with httpx.AsyncClient(verify=False) as client:
-            secure = await client.get(f"https://127.0.0.1:{https_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"})
-            plain = await client.get(f"http://127.0.0.1:{http_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"})
+            secure = await client.get(
+                f"https://127.0.0.1:{https_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"}
+            )
+            plain = await client.get(
+                f"http://127.0.0.1:{http_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"}
+            )
         assert secure.status_code == plain.status_code == 200
         assert secure.headers["strict-transport-security"] == "max-age=31536000"
     finally:
@@ -170,7 +202,9 @@ async def test_a_same_process_service_restarts_without_refusing_requests_and_mer
         async with httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0)) as client:
             while not stop.is_set():
                 try:
-                    response = await client.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"})
+                    response = await client.get(
+                        f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1"}
+                    )
                     served += 1 if response.status_code == 200 else 0
                     if response.status_code != 200:
                         failures.append(response.text)
@@ -180,7 +214,9 @@ async def test_a_same_process_service_restarts_without_refusing_requests_and_mer
     clients = [asyncio.create_task(load()) for _ in range(3)]
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            answers = await asyncio.gather(*(client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main/restart") for _ in range(20)))
+            answers = await asyncio.gather(
+                *(client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main/restart") for _ in range(20))
+            )
             assert [a.status_code for a in answers] == [200] * 20
             assert answers[0].json()["lifecycle"] == "ready"
         assert handle.describe()["starts"] in (2, 3)

@@ -42,7 +42,7 @@ class Example:
             f'[administrator]\ncors = "cors.toml"\n[administrator.listener]\nport = {self.admin_port}\n'
             '[administrator.logging]\nfile = "roadkit.log"\n'
             f'[[services]]\nid = "main"\nconfiguration = "service.toml"\n{lines}\n'
-            '[services.backoff]\ninitial = 0.2\nmax = 1.0\n'
+            "[services.backoff]\ninitial = 0.2\nmax = 1.0\n"
         )
         self.admin = f"http://127.0.0.1:{self.admin_port}/admin/1.0.0"
         self.service = f"http://127.0.0.1:{self.service_port}"
@@ -176,7 +176,11 @@ async def test_kill_9_of_a_worker_under_load_turns_health_red_then_green(
     assert any(f"pid {victim}) exited unexpectedly with signal SIGKILL" in r.getMessage() for r in errors), caplog.text
     described = admin.handle("main").describe()
     assert victim not in pids(admin) and len(pids(admin)) == 2
-    assert described["lastExit"]["pid"] == victim and described["lastExit"]["signal"] == "SIGKILL" and described["lastExit"]["expected"] is False
+    assert (
+        described["lastExit"]["pid"] == victim
+        and described["lastExit"]["signal"] == "SIGKILL"
+        and described["lastExit"]["expected"] is False
+    )
     assert described["processStarts"] == 3
 
 
@@ -202,7 +206,9 @@ async def test_concurrent_restart_requests_are_merged(running: tuple[Example, Ad
     assert all(f"pid {pid}]: worker stopped: HTTP server drained, sources disconnected" in logged for pid in before), logged[-2000:]
 
 
-async def test_a_worker_that_does_not_answer_is_unknown_and_counts_as_red(running: tuple[Example, Administrator, httpx.AsyncClient]) -> None:
+async def test_a_worker_that_does_not_answer_is_unknown_and_counts_as_red(
+    running: tuple[Example, Administrator, httpx.AsyncClient],
+) -> None:
     example, admin, client = running
     frozen = pids(admin)[1]
     os.kill(frozen, signal.SIGSTOP)
@@ -255,7 +261,9 @@ async def test_a_start_that_hangs_fails_at_its_startup_timeout(tmp_path: Path, o
         await admin.stop()
 
 
-async def test_a_worker_that_dies_during_start_fails_it_at_once_and_is_retried_with_back_off(tmp_path: Path, osrm_example: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_worker_that_dies_during_start_fails_it_at_once_and_is_retried_with_back_off(
+    tmp_path: Path, osrm_example: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     example = Example(tmp_path / "monaco", osrm_example, workers=1, startup_timeout=60)
     admin = example.administrator()
     handle = admin.handle("main")
@@ -307,7 +315,9 @@ GARBAGE = textwrap.dedent("""
 """)
 
 
-async def test_garbage_on_the_channel_kills_that_child_not_the_administrator(tmp_path: Path, osrm_example: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_garbage_on_the_channel_kills_that_child_not_the_administrator(
+    tmp_path: Path, osrm_example: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     example = Example(tmp_path / "monaco", osrm_example, workers=1, startup_timeout=60)
     admin = example.administrator()
     handle = admin.handle("main")
@@ -354,7 +364,11 @@ async def test_the_admin_api_answers_quickly_while_a_service_loads(tmp_path: Pat
 
 def test_children_die_when_the_administrator_is_killed(tmp_path: Path, osrm_example: Path) -> None:
     example = Example(tmp_path / "monaco", osrm_example)
-    process = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(example.root / "server.toml")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "roadkit.cli", "serve", str(example.root / "server.toml")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         workers: list[int] = []
@@ -391,15 +405,24 @@ def _self_signed(folder: Path, name: str) -> None:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
         .sign(key, hashes.SHA256())
     )
     (folder / f"{name}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / f"{name}.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (folder / f"{name}.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
 
 
-async def test_workers_serve_several_listeners_with_https_and_a_certificate_each(tmp_path: Path, osrm_example: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_workers_serve_several_listeners_with_https_and_a_certificate_each(
+    tmp_path: Path, osrm_example: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import ssl
 
     example = Example(tmp_path / "monaco", osrm_example)
@@ -407,7 +430,9 @@ async def test_workers_serve_several_listeners_with_https_and_a_certificate_each
     for i, port in enumerate(ports):
         _self_signed(example.root, f"site{i}")
         service = example.root / "service.toml"
-        service.write_text(service.read_text() + f'\n[[listeners]]\nid = "secure{i}"\nport = {port}\ncertfile = "site{i}.pem"\nkeyfile = "site{i}.key"\n')
+        service.write_text(
+            service.read_text() + f'\n[[listeners]]\nid = "secure{i}"\nport = {port}\ncertfile = "site{i}.pem"\nkeyfile = "site{i}.key"\n'
+        )
     admin = example.administrator()
     await admin.start()
     try:

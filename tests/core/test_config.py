@@ -22,7 +22,9 @@ def problems_of(fn: object, *args: object) -> list[str]:
 
 
 def test_server_file_errors_are_listed_together(tmp_path: Path) -> None:
-    path = write(tmp_path / "server.toml", """
+    path = write(
+        tmp_path / "server.toml",
+        """
 [administrator]
 cors = "missing.toml"
 [administrator.listener]
@@ -31,20 +33,24 @@ port = "8079"
 id = "main"
 configuration = "service.toml"
 mode = "elsewhere"
-""")
+""",
+    )
     problems = problems_of(load_server, path)
     assert f"{path}: administrator.listener.port: expected an integer, got '8079'" in problems
     assert any(p.startswith(f"{path}: services[0].mode") for p in problems)
 
 
 def test_a_service_file_names_missing_keys_and_folders(tmp_path: Path) -> None:
-    path = write(tmp_path / "service.toml", """
+    path = write(
+        tmp_path / "service.toml",
+        """
 [application]
 name = "x"
 title = 3
 [folders]
 sources = ["nowhere"]
-""")
+""",
+    )
     problems = problems_of(load_service, path)
     assert f"{path}: application.title: expected a string, got 3" in problems
     assert f"{path}: application.description: required key is missing" in problems
@@ -85,7 +91,9 @@ def test_source_file_errors(tmp_path: Path, text: str, expected: str) -> None:
 
 def test_duplicate_source_ids_are_reported(tmp_path: Path) -> None:
     write(tmp_path / "a.source", SOURCE.format(id="same"))
-    write(tmp_path / "b.source", SOURCE.format(id="same") + 'description = "another definition"\n')  # identical ones are accepted (test_road2_files)
+    write(
+        tmp_path / "b.source", SOURCE.format(id="same") + 'description = "another definition"\n'
+    )  # identical ones are accepted (test_road2_files)
     _, problems = read_sources([tmp_path])
     assert len(problems) == 1 and "already defined" in problems[0]
 
@@ -98,12 +106,15 @@ def test_kind_specific_options_are_checked_with_the_file_name(tmp_path: Path, pl
 
 
 def test_road2_resource_json_is_accepted(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.resource", """{"resource": {"id": "r", "type": "osrm", "description": "d", "resourceVersion": "2022-11-24",
+    path = write(
+        tmp_path / "r.resource",
+        """{"resource": {"id": "r", "type": "osrm", "description": "d", "resourceVersion": "2022-11-24",
       "sources": ["s"], "availableOperations": [{"id": "route", "parameters": [
         {"id": "start", "values": {"bbox": "1,2,3,4", "projection": "EPSG:4326"}},
         {"id": "profile", "values": ["car"], "defaultValueContent": "car"},
         {"id": "bbox", "defaultValueContent": "true"},
-        {"id": "projection", "values": ["EPSG:4326"], "defaultValueContent": "EPSG:4326"}]}]}}""")
+        {"id": "projection", "values": ["EPSG:4326"], "defaultValueContent": "EPSG:4326"}]}]}}""",
+    )
     resource = read_resource(path)
     assert resource.version == "2022-11-24"
     route = resource.operations["route"]
@@ -113,7 +124,9 @@ def test_road2_resource_json_is_accepted(tmp_path: Path) -> None:
 
 def test_resource_parameter_errors_name_file_and_key(tmp_path: Path, plugins: Plugins) -> None:
     service = make_service(tmp_path)
-    write(tmp_path / "resources" / "lines.resource", """
+    write(
+        tmp_path / "resources" / "lines.resource",
+        """
 id = "lines"
 type = "straightline"
 sources = ["a"]
@@ -122,7 +135,8 @@ start = { bbox = "10,0,0,10" }
 profile = { values = ["car"], default = "bike" }
 nbPoints = { default = 1 }
 [operations.nowhere]
-""")
+""",
+    )
     service_obj = Service(load_service(service), plugins)
     problems = problems_of(run, service_obj.start())
     path = tmp_path / "resources" / "lines.resource"
@@ -134,7 +148,7 @@ nbPoints = { default = 1 }
 
 def test_cors_file_accepts_road2_options_and_rejects_unknown_ones(tmp_path: Path) -> None:
     assert load_cors(write(tmp_path / "cors.json", '{"origin": "*", "methods": "GET,POST"}'))["allow_methods"] == ["GET", "POST"]
-    problems = problems_of(load_cors, write(tmp_path / "bad.toml", 'origins = 3\nwhatever = true\n'))
+    problems = problems_of(load_cors, write(tmp_path / "bad.toml", "origins = 3\nwhatever = true\n"))
     assert len(problems) == 2
 
 
@@ -142,7 +156,9 @@ def test_workers_mode_and_back_off_settings_are_checked(tmp_path: Path) -> None:
     from roadkit.children import worker_count
     from roadkit.config.models import Backoff
 
-    ok = write(tmp_path / "ok.toml", """
+    ok = write(
+        tmp_path / "ok.toml",
+        """
 [[services]]
 id = "a"
 configuration = "a.toml"
@@ -154,13 +170,16 @@ max = 2
 id = "b"
 configuration = "b.toml"
 workers = 3
-""")
+""",
+    )
     a, b = load_server(ok).services
     assert a.mode == "child-process" and a.workers == "auto" and b.workers == 3
     assert worker_count("auto") >= 1 and worker_count(3) == 3
     assert [a.backoff.delay(n) for n in (1, 2, 3, 5, 9)] == [0.1, 0.2, 0.4, 1.6, 2.0]
     assert Backoff().delay(1) == 0.5 and Backoff().delay(20) == 30.0
-    bad = write(tmp_path / "bad.toml", """
+    bad = write(
+        tmp_path / "bad.toml",
+        """
 [[services]]
 id = "a"
 configuration = "a.toml"
@@ -178,15 +197,18 @@ startup_timeout = 0
 [services.backoff]
 initial = 5
 max = 1
-""")
+""",
+    )
     problems = problems_of(load_server, bad)
     most = max_workers()
-    assert f"{bad}: services[0].workers: expected a positive integer or \"auto\", at most {most} (4 per usable core), got 'many'" in problems
-    assert f"{bad}: services[1].workers: expected a positive integer or \"auto\", at most {most} (4 per usable core), got 0" in problems
+    assert (
+        f"{bad}: services[0].workers: expected a positive integer or \"auto\", at most {most} (4 per usable core), got 'many'" in problems
+    )
+    assert f'{bad}: services[1].workers: expected a positive integer or "auto", at most {most} (4 per usable core), got 0' in problems
     too_many = tmp_path / "too-many.toml"
     too_many.write_text(f'[[services]]\nid = "a"\nconfiguration = "a.toml"\nworkers = {most + 1}\n')
     assert problems_of(load_server, too_many) == [
-        f"{too_many}: services[0].workers: expected a positive integer or \"auto\", at most {most} (4 per usable core), got {most + 1}"
+        f'{too_many}: services[0].workers: expected a positive integer or "auto", at most {most} (4 per usable core), got {most + 1}'
     ]
     assert f'{bad}: services[2].workers: several workers need mode = "child-process" (got mode = "same-process")' in problems
     assert f"{bad}: services[2].startup_timeout: expected a positive number of seconds, got 0.0" in problems
@@ -204,4 +226,6 @@ def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path
     with pytest.raises(ConfigurationError) as table:
         structure({"application": application, "listeners": {"port": 8080}}, _ServiceFile, "service.toml")
     assert table.value.problems == ["service.toml: listeners: expected a list, got {'port': 8080}"]
-    assert structure({"application": application | {"keywords": ["routing"]}}, _ServiceFile, "service.toml").application.keywords == ("routing",)
+    assert structure({"application": application | {"keywords": ["routing"]}}, _ServiceFile, "service.toml").application.keywords == (
+        "routing",
+    )

@@ -12,7 +12,9 @@ from roadkit.errors import EngineError, EngineTimeout, NoIsochroneFound, NoPathF
 from roadkit.operations import OPERATIONS
 
 
-@pytest.mark.parametrize("error", [EngineError("OSRM could not answer"), EngineTimeout("too slow"), SourceUnavailable("red"), NoPathFound(), NoIsochroneFound()])
+@pytest.mark.parametrize(
+    "error", [EngineError("OSRM could not answer"), EngineTimeout("too slow"), SourceUnavailable("red"), NoPathFound(), NoIsochroneFound()]
+)
 def test_identified_errors_are_logged_at_debug_whatever_their_status(error: Exception, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="roadkit"):
         response = error_response(error)

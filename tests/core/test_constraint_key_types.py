@@ -28,32 +28,46 @@ class ThirdPartySource(Source):
 
 def _resource(keys: list[dict[str, Any]]) -> tuple[Any, list[str]]:
     source = ThirdPartySource(SourceConfig(path=Path("x.source"), id="s", type="thirdparty"), None)
-    config = ResourceConfig(path=Path("r.resource"), id="r", type="thirdparty", sources=("s",),
-                            operations={"route": {"constraints": {"keys": keys}}})
+    config = ResourceConfig(
+        path=Path("r.resource"), id="r", type="thirdparty", sources=("s",), operations={"route": {"constraints": {"keys": keys}}}
+    )
     return build_resource(config, {"s": source}, ProjectionRegistry.from_folder(None), UnitRegistry(CORE_UNITS))
 
 
 def test_a_third_party_kind_brings_its_own_key_types() -> None:
-    resource, problems = _resource([
-        {"keyType": "surface-thirdparty", "key": "surface", "availableConstraintType": ["banned"],
-         "availableValues": [{"value": "gravel", "field": "gravel"}]},
-        {"keyType": "weight-thirdparty", "key": "weight", "availableConstraintType": ["banned"], "field": "maxweight"},
-    ])
+    resource, problems = _resource(
+        [
+            {
+                "keyType": "surface-thirdparty",
+                "key": "surface",
+                "availableConstraintType": ["banned"],
+                "availableValues": [{"value": "gravel", "field": "gravel"}],
+            },
+            {"keyType": "weight-thirdparty", "key": "weight", "availableConstraintType": ["banned"], "field": "maxweight"},
+        ]
+    )
     assert problems == []
     parameter = resource.operations["route"].parameters["constraints"]
     assert isinstance(parameter, ConstraintParameter)
     assert parameter.parse('{"constraintType":"banned","key":"surface","operator":"!=","value":"gravel"}') == Constraint(
-        "banned", "surface", "!=", "gravel", field="gravel")
+        "banned", "surface", "!=", "gravel", field="gravel"
+    )
     assert parameter.parse({"constraintType": "banned", "key": "weight", "operator": ">", "value": 3.5}).field == "maxweight"
     capability = parameter.capability()["values"]["keys"]
     assert [k["availableOperators"] for k in capability] == [["=", "!="], [">", "<"]]
 
 
 def test_a_key_type_the_sources_do_not_declare_is_a_configuration_error() -> None:
-    resource, problems = _resource([
-        {"keyType": "name-osrm", "key": "wayType", "availableConstraintType": ["banned"],
-         "availableValues": [{"value": "autoroute", "field": "motorway"}]},
-    ])
+    resource, problems = _resource(
+        [
+            {
+                "keyType": "name-osrm",
+                "key": "wayType",
+                "availableConstraintType": ["banned"],
+                "availableValues": [{"value": "autoroute", "field": "motorway"}],
+            },
+        ]
+    )
     assert resource is None
     assert any("keyType: expected one of surface-thirdparty, weight-thirdparty" in p and "'name-osrm'" in p for p in problems)
 

@@ -69,13 +69,20 @@ def test_values_no_source_can_ban_are_left_out_and_combinations_advertised(tmp_p
         assert values["bannedCombinations"] == [
             {"profile": "car", "optimization": "fastest", "combinations": [[{"key": "way", "value": "a"}], [{"key": "way", "value": "b"}]]}
         ]
-        response = client.get("/simple/1.0.0/route", params={"resource": "picky", "start": "0,0", "end": "1,1", "constraints": f"{ban('a')}|{ban('b')}"})
+        response = client.get(
+            "/simple/1.0.0/route", params={"resource": "picky", "start": "0,0", "end": "1,1", "constraints": f"{ban('a')}|{ban('b')}"}
+        )
         assert response.status_code == 400
         assert response.json()["error"]["message"] == (
             "Parameter 'constraints' is invalid: banning way=a, way=b together is not possible with profile 'car' and optimization "
             "'fastest' on this resource (possible bans: way=a; way=b)"
         )
-        assert client.get("/simple/1.0.0/route", params={"resource": "picky", "start": "0,0", "end": "1,1", "constraints": ban("a")}).status_code == 200
+        assert (
+            client.get(
+                "/simple/1.0.0/route", params={"resource": "picky", "start": "0,0", "end": "1,1", "constraints": ban("a")}
+            ).status_code
+            == 200
+        )
     assert "no source of the resource can ban way=c (engine field 'never'): left out" in caplog.text
 
 
@@ -83,7 +90,9 @@ def test_too_many_values_to_list_are_still_checked(tmp_path: Path) -> None:
     values = [(f"v{i}", f"ok{i}") for i in range(13)]
     with client_of(picky_service(tmp_path, values)) as client:
         assert "bannedCombinations" not in constraints_capability(client)
-        response = client.get("/simple/1.0.0/route", params={"resource": "picky", "start": "0,0", "end": "1,1", "constraints": f"{ban('v1')}|{ban('v2')}"})
+        response = client.get(
+            "/simple/1.0.0/route", params={"resource": "picky", "start": "0,0", "end": "1,1", "constraints": f"{ban('v1')}|{ban('v2')}"}
+        )
         assert response.status_code == 400 and "(possible bans: too many to list)" in response.json()["error"]["message"]
 
 

@@ -95,9 +95,25 @@ def test_every_public_name_exists_and_is_documented_once() -> None:
     assert names == sorted(names, key=lambda n: (n[0].islower(), n)), "__all__ is kept sorted"
     for name in names:
         assert hasattr(roadkit.contract, name), f"roadkit.contract.__all__ lists {name}, which it does not define"
-    for name in ("Source", "SourceState", "Progress", "Api", "Command", "Cost", "RouteRequest", "IsochroneResponse",
-                 "RoadkitError", "SourceUnavailable", "EngineError", "ConfigurationError", "SourceConfig", "resolve",
-                 "structure", "hookimpl", "ServiceView"):
+    for name in (
+        "Source",
+        "SourceState",
+        "Progress",
+        "Api",
+        "Command",
+        "Cost",
+        "RouteRequest",
+        "IsochroneResponse",
+        "RoadkitError",
+        "SourceUnavailable",
+        "EngineError",
+        "ConfigurationError",
+        "SourceConfig",
+        "resolve",
+        "structure",
+        "hookimpl",
+        "ServiceView",
+    ):
         assert name in names, f"plugins need {name}"
 
 
@@ -134,3 +150,15 @@ def test_a_service_is_a_service_view() -> None:
     assert members
     for name in members:
         assert name in dir(Service) or name in Service.__init__.__code__.co_names, f"Service lacks {name}"
+
+
+def test_roadkit_testing_needs_the_testing_extra() -> None:
+    # roadkit.testing imports pytest: the distribution says so in its ``testing`` extra, not in its dependencies.
+    from importlib.metadata import requires
+
+    requirements = requires("roadkit") or []
+    testing = [r for r in requirements if "extra ==" in r and "testing" in r.split("extra ==")[1]]
+    assert any(r.startswith("pytest>=") for r in testing), requirements
+    assert not any(r.startswith("pytest") for r in requirements if "extra ==" not in r)
+    imported = {name for _, name in _imports(CORE / "testing.py")}
+    assert "pytest" in imported

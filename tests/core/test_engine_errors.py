@@ -38,13 +38,16 @@ class LinePlugin:
 
 def test_an_unexpected_engine_geometry_is_a_502(tmp_path: Path) -> None:
     path = make_service(tmp_path, sources={"a": 'id = "a"\ntype = "lineiso"\n'}, resource_sources="")
-    write(tmp_path / "resources" / "iso.resource", """
+    write(
+        tmp_path / "resources" / "iso.resource",
+        """
 id = "iso"
 type = "lineiso"
 sources = ["a"]
 [operations.isochrone]
 point = { bbox = "-10,-10,10,10" }
-""")
+""",
+    )
     service = Service(load_service(path), Plugins.create(load_entry_points=False, extra_plugins=[LinePlugin()]))
     run(service.start())
     with TestClient(create_app(service, manage_lifecycle=False)) as client:

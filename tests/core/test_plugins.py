@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 
+import pluggy
 import pytest
 
 from roadkit import hookimpl, hookspecs
@@ -39,14 +41,36 @@ def test_core_defaults_load_first_and_entry_points_can_be_turned_off() -> None:
     assert Plugins(pm).source_kinds() == {}
 
 
+def _distributions(pm: pluggy.PluginManager) -> dict[str, str]:
+    """Entry-point name -> distribution of every plugin loaded from an entry point."""
+    return {pm.get_name(plugin) or "": dist.project_name for plugin, dist in pm.list_plugin_distinfo()}
+
+
+def test_the_engine_plugins_load_from_their_entry_points() -> None:
+    # The real entry points of the installed distributions: without them every test below could pass vacuously.
+    points = {ep.name: (ep.value, ep.dist.name if ep.dist else None) for ep in entry_points(group="roadkit")}
+    assert points["osrm"] == ("roadkit_osrm.plugin", "roadkit-osrm")
+    assert points["valhalla"] == ("roadkit_valhalla.plugin", "roadkit-valhalla")
+    pm = make_plugin_manager(environ={})
+    assert _distributions(pm)["osrm"] == "roadkit-osrm" and _distributions(pm)["valhalla"] == "roadkit-valhalla"
+    kinds = Plugins(pm).source_kinds()
+    assert kinds["osrm"].__module__ == "roadkit_osrm.source" and kinds["valhalla"].__module__ == "roadkit_valhalla.source"
+
+
 def test_roadkit_load_plugins_restricts_entry_points() -> None:
     assert Plugins.create(environ={"ROADKIT_LOAD_PLUGINS": ""}).source_kinds() == {}
+    only_osrm = make_plugin_manager(environ={"ROADKIT_LOAD_PLUGINS": "osrm"})
+    assert set(_distributions(only_osrm)) == {"osrm"}
+    assert set(Plugins(only_osrm).source_kinds()) == {"osrm", "osrm-http"}
 
 
 def test_roadkit_disable_plugins_blocks_a_name() -> None:
+    assert "osrm" in Plugins(make_plugin_manager(environ={})).source_kinds()  # installed: the block below is real
     pm = make_plugin_manager(environ={"ROADKIT_DISABLE_PLUGINS": "osrm"})
     assert pm.is_blocked("osrm")
-    assert "osrm" not in Plugins(pm).source_kinds()
+    kinds = Plugins(pm).source_kinds()
+    assert "osrm" not in kinds and "osrm-http" not in kinds
+    assert "valhalla" in kinds and "osrm" not in _distributions(pm)
 
 
 def test_hook_roadkit_source_kinds(plugins: Plugins) -> None:

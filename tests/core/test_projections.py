@@ -26,7 +26,17 @@ def registry() -> ProjectionRegistry:
 
 
 def test_the_example_ships_road2s_french_projections(registry: ProjectionRegistry) -> None:
-    assert set(registry.ids()) >= {"EPSG:4326", "EPSG:3857", "EPSG:2154", "EPSG:4559", "EPSG:2972", "EPSG:2975", "EPSG:4471", "EPSG:32620", "EPSG:4467"}
+    assert set(registry.ids()) >= {
+        "EPSG:4326",
+        "EPSG:3857",
+        "EPSG:2154",
+        "EPSG:4559",
+        "EPSG:2972",
+        "EPSG:2975",
+        "EPSG:4471",
+        "EPSG:32620",
+        "EPSG:4467",
+    }
 
 
 @pytest.mark.parametrize(("pid", "lonlat"), PLACES)

@@ -32,7 +32,9 @@ ROUTE = {"resource": "lines", "start": "0,0", "end": "1,1"}
 def empty_server(root: Path, admin_port: int, service_port: int) -> Path:
     """A server whose only service has no source and no resource."""
     make_service(root, port=service_port, sources={}, resource_sources="")
-    return write(root / "server.toml", f"""
+    return write(
+        root / "server.toml",
+        f"""
 # A comment the administrator keeps.
 [administrator.listener]
 port = {admin_port}
@@ -41,7 +43,8 @@ port = {admin_port}
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+    )
 
 
 class Running:
@@ -169,7 +172,9 @@ async def test_invalid_documents_give_400_naming_every_problem_and_change_nothin
     await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
     files, (sources, resources) = running.snapshot(), memory(running.administrator)
 
-    bad_source = await c.put(f"{running.admin}/services/main/sources/a", json={"id": "b", "type": "nokind", "projection": "EPSG:1", "bbox": "1,2"})
+    bad_source = await c.put(
+        f"{running.admin}/services/main/sources/a", json={"id": "b", "type": "nokind", "projection": "EPSG:1", "bbox": "1,2"}
+    )
     assert bad_source.status_code == 400
     message = bad_source.json()["error"]["message"]
     source_file = running.root / "sources" / "a.source"
@@ -182,22 +187,32 @@ async def test_invalid_documents_give_400_naming_every_problem_and_change_nothin
     assert "type: no installed plugin provides source kind 'nokind'" in message
     assert "projection: unknown projection 'EPSG:1'" in message
     assert "type: resource 'lines' of type 'straightline' uses this source" in message
-    options = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "straightline", "profiles": "car", "colour": "red", "delay": None})
+    options = await c.put(
+        f"{running.admin}/services/main/sources/a", json={"type": "straightline", "profiles": "car", "colour": "red", "delay": None}
+    )
     problems = options.json()["error"]["message"].splitlines()
     assert f"{source_file}: delay: null is not allowed (leave the key out instead)" in problems
     options = await c.put(f"{running.admin}/services/main/sources/a", json={"type": "straightline", "profiles": 3, "colour": "red"})
     problems = options.json()["error"]["message"]
     assert "profiles" in problems and "colour" in problems
 
-    bad_resource = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE | {
-        "sources": ["a", "ghost"],
-        "operations": {"route": {"start": {"bbox": "-10,-10,10,10"}, "end": {"bbox": "-10,-10,10,10"}}},
-    })
+    bad_resource = await c.put(
+        f"{running.admin}/services/main/resources/lines",
+        json=RESOURCE
+        | {
+            "sources": ["a", "ghost"],
+            "operations": {"route": {"start": {"bbox": "-10,-10,10,10"}, "end": {"bbox": "-10,-10,10,10"}}},
+        },
+    )
     assert bad_resource.status_code == 409  # a valid document naming a source the service does not have
     assert "sources[1]: unknown source 'ghost'" in bad_resource.json()["error"]["message"]
-    bad_parameters = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE | {
-        "operations": {"route": {"profile": {"values": 3}, "colour": {}}, "fly": {}},
-    })
+    bad_parameters = await c.put(
+        f"{running.admin}/services/main/resources/lines",
+        json=RESOURCE
+        | {
+            "operations": {"route": {"profile": {"values": 3}, "colour": {}}, "fly": {}},
+        },
+    )
     message = bad_parameters.json()["error"]["message"]
     resource_file = running.root / "resources" / "lines.resource"
     assert f"{resource_file}: operations.route.profile.values" in message
@@ -292,13 +307,22 @@ async def test_the_admin_openapi_document_covers_every_write_endpoint(running: R
     served = {
         (route.path.replace(":path}", "}"), method.lower())
         for route in mount.routes
-        if isinstance(route, Route) and route.methods and "{path" not in route.path and route.path != "/" and not route.path.startswith("/openapi")
+        if isinstance(route, Route)
+        and route.methods
+        and "{path" not in route.path
+        and route.path != "/"
+        and not route.path.startswith("/openapi")
         for method in route.methods - {"HEAD"}
     }
     documented = {(path, method) for path, operations in document["paths"].items() for method in operations}
     assert served - documented == set()
-    assert {("/services", "post"), ("/services/{service}", "put"), ("/services/{service}", "delete"),
-            ("/services/{service}/sources/{source}", "put"), ("/services/{service}/resources/{resource}", "delete")} <= documented
+    assert {
+        ("/services", "post"),
+        ("/services/{service}", "put"),
+        ("/services/{service}", "delete"),
+        ("/services/{service}/sources/{source}", "put"),
+        ("/services/{service}/resources/{resource}", "delete"),
+    } <= documented
     viewer = await running.client.get(f"{running.admin}/openapi")
     assert viewer.status_code == 200 and "openapi.json" in viewer.text
 
@@ -364,7 +388,10 @@ async def test_a_write_that_fails_on_disk_is_a_503_and_changes_nothing(running: 
     monkeypatch.setattr(roadkit.config.writer.os, "replace", full)
     failed = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
     assert failed.status_code == 503
-    assert failed.json()["error"]["message"] == f"Can't write {running.root / 'resources' / 'lines.resource'}: No space left on device; nothing was changed"
+    assert (
+        failed.json()["error"]["message"]
+        == f"Can't write {running.root / 'resources' / 'lines.resource'}: No space left on device; nothing was changed"
+    )
     replaced = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"profiles": ["bike"]})
     assert replaced.status_code == 503
     assert running.snapshot() == files, "no change and no temporary file left"

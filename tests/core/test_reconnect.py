@@ -92,6 +92,7 @@ def test_a_source_red_at_start_is_retried_and_its_resource_appears_when_it_conne
         assert capabilities["resources"] == []
         route = {"resource": "gated", "start": "0,0", "end": "1,1"}
         assert client.get("/simple/1.0.0/route", params=route).status_code == 400
+
         def waiting_after_three_failures() -> bool:
             connection = service.health()["sources"][0].get("connection", {})
             return bool(connection.get("attempts", 0) >= 3 and "nextRetry" in connection)

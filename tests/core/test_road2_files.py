@@ -63,8 +63,17 @@ def test_the_service_file_loads_with_road2s_meaning(road2: Path, caplog: pytest.
     with caplog.at_level(logging.INFO):
         config = load_service(road2 / "service.json")
     app = config.application
-    assert (app.name, app.language, app.keywords, app.contact) == ("Road2", "Français", ("infoMapAccessService",), "contact.geoservices@ign.fr")
-    assert app.provider is not None and (app.provider.name, app.provider.site, app.provider.mail) == ("IGN", "www.ign.fr", "contact.geoservices@ign.fr")
+    assert (app.name, app.language, app.keywords, app.contact) == (
+        "Road2",
+        "Français",
+        ("infoMapAccessService",),
+        "contact.geoservices@ign.fr",
+    )
+    assert app.provider is not None and (app.provider.name, app.provider.site, app.provider.mail) == (
+        "IGN",
+        "www.ign.fr",
+        "contact.geoservices@ign.fr",
+    )
     (listener,) = config.listeners
     assert (listener.id, listener.host, listener.port, listener.https) == ("internalServer", "0.0.0.0", 8080, False)
     assert config.folders.sources == (road2 / "sources",)  # the empty entry is skipped, with a warning
@@ -77,25 +86,44 @@ def test_the_service_file_loads_with_road2s_meaning(road2: Path, caplog: pytest.
 
 def test_projection_files_without_a_suffix_are_read(road2: Path) -> None:
     registry = ProjectionRegistry.from_folder(road2 / "projections")
-    assert set(registry.ids()) == {"EPSG:4326", "EPSG:2154", "EPSG:4559", "EPSG:2972", "EPSG:2975", "EPSG:4471", "EPSG:3857", "EPSG:32620", "EPSG:4467"}
+    assert set(registry.ids()) == {
+        "EPSG:4326",
+        "EPSG:2154",
+        "EPSG:4559",
+        "EPSG:2972",
+        "EPSG:2975",
+        "EPSG:4471",
+        "EPSG:3857",
+        "EPSG:32620",
+        "EPSG:4467",
+    }
 
 
 def test_an_empty_projections_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "projections").mkdir()
-    assert problems_of(ProjectionRegistry.from_folder, tmp_path / "projections") == [f"{tmp_path / 'projections'}: expected at least one projection file, found none"]
+    assert problems_of(ProjectionRegistry.from_folder, tmp_path / "projections") == [
+        f"{tmp_path / 'projections'}: expected at least one projection file, found none"
+    ]
 
 
 def test_sources_pgr_type_and_identical_duplicates(road2: Path) -> None:
     configs, problems = read_sources([road2 / "sources"])
     assert problems == []
-    assert [(c.id, c.type) for c in configs] == [("bduni-idf-car-fastest", "osrm"), ("bduni-idf-pgr", "pgrouting"), ("bdtopo-valhalla", "valhalla")]
+    assert [(c.id, c.type) for c in configs] == [
+        ("bduni-idf-car-fastest", "osrm"),
+        ("bduni-idf-pgr", "pgrouting"),
+        ("bdtopo-valhalla", "valhalla"),
+    ]
     assert configs[0].path == road2 / "sources" / "osrm-copy.source"  # the first file read, by name
 
 
 def test_a_duplicate_source_id_with_another_definition_is_refused(road2: Path) -> None:
     edit(road2 / "sources" / "osrm.source", lambda d: d.update(bbox="1.8,48.4,3.3,49.1"))
     _, problems = read_sources([road2 / "sources"])
-    assert problems == [f"{road2 / 'sources' / 'osrm.source'}: id: source id 'bduni-idf-car-fastest' is already defined in {road2 / 'sources' / 'osrm-copy.source'}"]
+    assert problems == [
+        f"{road2 / 'sources' / 'osrm.source'}: id: source id 'bduni-idf-car-fastest' "
+        f"is already defined in {road2 / 'sources' / 'osrm-copy.source'}"
+    ]
 
 
 def test_the_whole_road2_service_loads(road2: Path, plugins: Plugins) -> None:
@@ -110,26 +138,61 @@ def test_https_servers_take_their_key_and_certificate_from_options(road2: Path) 
 
     def https(data: dict[str, Any]) -> None:
         data["application"]["network"]["servers"].append(
-            {"id": "secure", "https": "true", "host": "127.0.0.1", "port": "8443", "options": {"key": "certs/key.pem", "cert": "certs/cert.pem"}}
+            {
+                "id": "secure",
+                "https": "true",
+                "host": "127.0.0.1",
+                "port": "8443",
+                "options": {"key": "certs/key.pem", "cert": "certs/cert.pem"},
+            }
         )
 
     config = load_service(edit(road2 / "service.json", https))
     secure = config.listeners[1]
-    assert (secure.id, secure.port, secure.https, secure.keyfile, secure.certfile) == ("secure", 8443, True, road2 / "certs" / "key.pem", road2 / "certs" / "cert.pem")
+    assert (secure.id, secure.port, secure.https, secure.keyfile, secure.certfile) == (
+        "secure",
+        8443,
+        True,
+        road2 / "certs" / "key.pem",
+        road2 / "certs" / "cert.pem",
+    )
 
 
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda d: d["application"]["network"]["servers"][0].update(port="65537"),
-         "application.network.servers[0].port: expected a port number between 1 and 65535 (a string of digits), got '65537'"),
-        (lambda d: d["application"]["network"]["servers"][0].update(https="yes"), "application.network.servers[0].https: expected \"true\" or \"false\", got 'yes'"),
-        (lambda d: d["application"]["network"]["servers"][0].update(https="true"), "application.network.servers[0].options.key: required key is missing"),
-        (lambda d: d["application"].update(keywords={"word": "x"}), "application.keywords: expected {\"keyword\": <a string or an array of strings>}, got {'word': 'x'}"),
-        (lambda d: d["application"].update(contact={"phone": "1"}), "application.contact: expected {\"email\": <an address>}, got {'phone': '1'}"),
-        (lambda d: d["application"]["network"].update(cors={"configuration": "nope.json"}), "application.network.cors.configuration: expected a CORS file, got 'nope.json' (not found)"),
-        (lambda d: d["application"].update(sources={"directories": []}), "application.sources.directories: expected a non-empty array of folders, got {'directories': []}"),
-        (lambda d: d["application"].update(logs={"configuration": "nope.json"}), "application.logs.configuration: expected a log4js file, got 'nope.json' (not found)"),
+        (
+            lambda d: d["application"]["network"]["servers"][0].update(port="65537"),
+            "application.network.servers[0].port: expected a port number between 1 and 65535 (a string of digits), got '65537'",
+        ),
+        (
+            lambda d: d["application"]["network"]["servers"][0].update(https="yes"),
+            'application.network.servers[0].https: expected "true" or "false", got \'yes\'',
+        ),
+        (
+            lambda d: d["application"]["network"]["servers"][0].update(https="true"),
+            "application.network.servers[0].options.key: required key is missing",
+        ),
+        (
+            lambda d: d["application"].update(keywords={"word": "x"}),
+            "application.keywords: expected {\"keyword\": <a string or an array of strings>}, got {'word': 'x'}",
+        ),
+        (
+            lambda d: d["application"].update(contact={"phone": "1"}),
+            "application.contact: expected {\"email\": <an address>}, got {'phone': '1'}",
+        ),
+        (
+            lambda d: d["application"]["network"].update(cors={"configuration": "nope.json"}),
+            "application.network.cors.configuration: expected a CORS file, got 'nope.json' (not found)",
+        ),
+        (
+            lambda d: d["application"].update(sources={"directories": []}),
+            "application.sources.directories: expected a non-empty array of folders, got {'directories': []}",
+        ),
+        (
+            lambda d: d["application"].update(logs={"configuration": "nope.json"}),
+            "application.logs.configuration: expected a log4js file, got 'nope.json' (not found)",
+        ),
         (lambda d: d["application"].update(cache=True), "application.cache: unknown key"),
     ],
 )
@@ -141,11 +204,19 @@ def test_service_file_problems_name_the_file_and_road2s_key(road2: Path, change:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda d: d["administration"]["services"][0].update(creationType="findByURI"),
-         "administration.services[0].creationType: expected sameProcess or newProcess (findByURI is not supported), got 'findByURI'"),
-        (lambda d: d["administration"].update(api={"name": "admin", "version": "2.0.0"}),
-         "administration.api: expected {\"name\": \"admin\", \"version\": \"1.0.0\"} (the admin API roadkit serves), got {'name': 'admin', 'version': '2.0.0'}"),
-        (lambda d: d["administration"]["network"]["server"].update(port=""), "administration.network.server.port: expected a port number between 1 and 65535 (a string of digits), got ''"),
+        (
+            lambda d: d["administration"]["services"][0].update(creationType="findByURI"),
+            "administration.services[0].creationType: expected sameProcess or newProcess (findByURI is not supported), got 'findByURI'",
+        ),
+        (
+            lambda d: d["administration"].update(api={"name": "admin", "version": "2.0.0"}),
+            'administration.api: expected {"name": "admin", "version": "1.0.0"} (the admin API roadkit serves), '
+            "got {'name': 'admin', 'version': '2.0.0'}",
+        ),
+        (
+            lambda d: d["administration"]["network"]["server"].update(port=""),
+            "administration.network.server.port: expected a port number between 1 and 65535 (a string of digits), got ''",
+        ),
         (lambda d: d["administration"].pop("network"), "administration.network.server: required key is missing"),
         (lambda d: d["administration"].update(logs={"configuration": "nope.json"}), "administration.logs.configuration: "),
     ],
@@ -158,10 +229,14 @@ def test_administration_file_problems_name_the_file_and_road2s_key(road2: Path, 
 def test_keywords_as_road2_object_in_a_toml_service_file(tmp_path: Path) -> None:
     (tmp_path / "projections").mkdir()
     base = '[application]\nname = "n"\ntitle = "t"\ndescription = "d"\n'
-    config = load_service(write(tmp_path / "a.toml", base + 'keywords = { keyword = ["routing", "isochrone"] }\ncontact = { email = "a@b.c" }\n'))
+    config = load_service(
+        write(tmp_path / "a.toml", base + 'keywords = { keyword = ["routing", "isochrone"] }\ncontact = { email = "a@b.c" }\n')
+    )
     assert config.application.keywords == ("routing", "isochrone") and config.application.contact == "a@b.c"
     path = write(tmp_path / "b.toml", base + 'keywords = { routing = "yes" }\n')
-    assert problems_of(load_service, path) == [f"{path}: application.keywords: expected {{\"keyword\": <a string or an array of strings>}}, got {{'routing': 'yes'}}"]
+    assert problems_of(load_service, path) == [
+        f"{path}: application.keywords: expected {{\"keyword\": <a string or an array of strings>}}, got {{'routing': 'yes'}}"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import errno
 import os
 import socket
 import ssl
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from starlette.routing import Route
 
 from roadkit.config.models import Listener
 from roadkit.servers import Server
-from roadkit.serving_helpers import bound_socket, wait_until_up
+from roadkit.serving_helpers import bound_socket, reserve_port, wait_until_up
 
 
 def test_wait_until_up_reports_a_server_that_died_at_once() -> None:
@@ -52,7 +54,10 @@ def _self_signed(folder: Path, name: str) -> tuple[Path, Path, bytes]:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=1))
@@ -87,7 +92,8 @@ def _lifespan_app(events: list[str]) -> Starlette:
     return Starlette(routes=[Route("/", hello)], lifespan=lifespan)
 
 
-async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
+async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path, http_server: str) -> None:
     one_cert, one_key, one_der = _self_signed(tmp_path, "one.example")
     two_cert, two_key, two_der = _self_signed(tmp_path, "two.example")
     sockets = {name: bound_socket("127.0.0.1", 0) for name in ("plain", "one", "two", "one-again")}
@@ -99,7 +105,12 @@ async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path) 
         Listener(port=port["one-again"], id="one-again", certfile=one_cert, keyfile=one_key),
     ]
     events: list[str] = []
-    server = Server(_lifespan_app(events), listeners, sockets={listener.bind: sockets[listener.id] for listener in listeners})
+    server = Server(
+        _lifespan_app(events),
+        listeners,
+        sockets={listener.bind: sockets[listener.id] for listener in listeners},
+        http_server=http_server,  # type: ignore[arg-type]
+    )
     await server.start(timeout=30)
     try:
         presented = await asyncio.gather(*(asyncio.to_thread(_presented_certificate, port[name]) for name in ("one", "two", "one-again")))
@@ -150,8 +161,18 @@ def test_the_development_iam_needs_no_routing_core() -> None:
     )
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
     assert "roadkit.serving_helpers" in loaded
-    routing_core = {"roadkit.servers", "roadkit.service", "roadkit.plugins", "roadkit.app", "roadkit.source", "roadkit.resources",
-                    "roadkit.model", "roadkit.api", "roadkit.administrator", "roadkit.apis"}
+    routing_core = {
+        "roadkit.servers",
+        "roadkit.service",
+        "roadkit.plugins",
+        "roadkit.app",
+        "roadkit.source",
+        "roadkit.resources",
+        "roadkit.model",
+        "roadkit.api",
+        "roadkit.administrator",
+        "roadkit.apis",
+    }
     assert not (loaded & routing_core), sorted(loaded & routing_core)
 
 
@@ -159,3 +180,76 @@ def test_serving_helpers_import_nothing_else_of_roadkit() -> None:
     code = "import sys, roadkit.serving_helpers; print(' '.join(sorted(m for m in sys.modules if m.startswith('roadkit'))))"
     loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert loaded == ["roadkit", "roadkit.serving_helpers"]
+
+
+def test_a_reserved_port_is_handed_to_no_one_else_but_binds_with_reuse_address() -> None:
+    port = reserve_port()
+    # Another bind without SO_REUSEADDR (what the kernel checks before handing a port out) is refused...
+    other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(OSError) as raised:
+            other.bind(("127.0.0.1", port))
+        assert raised.value.errno == errno.EADDRINUSE
+    finally:
+        other.close()
+    # ...while the server it is reserved for, which sets SO_REUSEADDR (bound_socket, hypercorn, the engines), binds it.
+    with bound_socket("127.0.0.1", port) as sock:
+        sock.listen(1)
+        assert sock.getsockname()[1] == port
+
+
+def test_a_listener_in_use_leaves_no_socket_open(tmp_path: Path) -> None:
+    with bound_socket("127.0.0.1", 0) as blocker:
+        blocker.listen(1)
+        busy = blocker.getsockname()[1]
+        free = reserve_port()
+        server = Server(_lifespan_app([]), [Listener(port=free, id="free"), Listener(port=busy, id="busy")])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy}"):
+                server._bind()
+            assert server.sockets == {}
+            # The first listener's port was released: it binds again at once.
+            with bound_socket("127.0.0.1", free) as again:
+                assert again.getsockname()[1] == free
+
+
+@pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
+async def test_a_replacing_server_takes_the_sockets_over_and_no_request_fails(http_server: str) -> None:
+    """hand_over + drain on either HTTP server: keep-alive clients move to the new server, none fails."""
+    sock = bound_socket("127.0.0.1", 0)
+    listener = Listener(port=sock.getsockname()[1])
+
+    def app(answer: str) -> Starlette:
+        async def hello(request: Request) -> PlainTextResponse:
+            return PlainTextResponse(answer)
+
+        return Starlette(routes=[Route("/", hello)])
+
+    old = Server(app("old"), [listener], sockets={listener.bind: sock}, http_server=http_server)  # type: ignore[arg-type]
+    await old.start(timeout=30)
+    stop = asyncio.Event()
+
+    async def load() -> list[str]:
+        seen: list[str] = []
+        async with httpx.AsyncClient(timeout=10) as client:
+            while not stop.is_set():
+                try:
+                    seen.append((await client.get(f"http://127.0.0.1:{listener.port}/")).text)
+                except httpx.HTTPError as exc:
+                    seen.append(type(exc).__name__)
+        return seen
+
+    clients = [asyncio.create_task(load()) for _ in range(3)]
+    await asyncio.sleep(0.3)
+    new = Server(app("new"), [listener], sockets=old.hand_over(), http_server=http_server)  # type: ignore[arg-type]
+    await new.start(timeout=30)
+    await old.drain(0.5)
+    await asyncio.sleep(0.3)
+    stop.set()
+    seen = [answer for task in clients for answer in await task]
+    await new.stop()
+    assert set(seen) == {"old", "new"} and seen.count("new") > 3, seen[-10:]
+    with pytest.raises(httpx.ConnectError):  # stopped: the socket is closed, nothing listens any more
+        async with httpx.AsyncClient(timeout=2) as client:
+            await client.get(f"http://127.0.0.1:{listener.port}/")

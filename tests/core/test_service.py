@@ -70,7 +70,9 @@ def test_a_source_of_an_uninstalled_kind_is_unavailable_not_fatal(tmp_path: Path
 def test_route_through_a_third_party_source_kind(tmp_path: Path, plugins: Plugins) -> None:
     service = started(make_service(tmp_path), plugins)
     with TestClient(create_app(service, manage_lifecycle=False)) as client:
-        body = client.get("/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "0.01,0", "intermediates": "-1.5,-2.25"}).json()
+        body = client.get(
+            "/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "0.01,0", "intermediates": "-1.5,-2.25"}
+        ).json()
         assert body["start"] == "0,0" and body["end"] == "0.01,0"
         assert len(body["portions"]) == 2
         assert body["portions"][0]["end"] == "-1.5,-2.25"  # negative coordinates pass the bbox check
@@ -100,7 +102,11 @@ def test_the_app_lifespan_starts_and_stops_the_service(tmp_path: Path, plugins: 
 
 
 def test_projection_lookup(tmp_path: Path, plugins: Plugins) -> None:
-    write(tmp_path / "projections" / "france.json", '{"projectionsList": [{"id": "EPSG:2154", "parameters": "+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +units=m +no_defs"}]}')
+    write(
+        tmp_path / "projections" / "france.json",
+        '{"projectionsList": [{"id": "EPSG:2154", "parameters": '
+        '"+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +units=m +no_defs"}]}',
+    )
     service = started(make_service(tmp_path), plugins)
     assert service.projection("EPSG:2154")["parameters"].startswith("+proj=lcc")
     assert set(service.projections.ids()) == {"EPSG:4326", "EPSG:2154"}
@@ -116,11 +122,52 @@ def test_a_slow_engine_call_times_out_with_a_504_and_the_source_stays_usable(tmp
         assert client.get("/simple/1.0.0/nearest", params={"resource": "lines", "coordinates": "1,1"}).status_code == 200
 
 
-NASTY = ["", " ", "null", "[]", "{}", "\u0000", "💥", "-", ",", "1,", ",1", "nan,nan", "inf,1", "1e309,1", "9" * 400, "a|b|c", "|||", '{"a":', "%", "\\", "true", "-0,-0"]
+NASTY = [
+    "",
+    " ",
+    "null",
+    "[]",
+    "{}",
+    "\u0000",
+    "💥",
+    "-",
+    ",",
+    "1,",
+    ",1",
+    "nan,nan",
+    "inf,1",
+    "1e309,1",
+    "9" * 400,
+    "a|b|c",
+    "|||",
+    '{"a":',
+    "%",
+    "\\",
+    "true",
+    "-0,-0",
+]
 
 
-@pytest.mark.parametrize("name", ["resource", "start", "end", "intermediates", "profile", "optimization", "getSteps", "waysAttributes",
-                                  "geometryFormat", "getBbox", "crs", "timeUnit", "distanceUnit", "constraints", "date_time"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "resource",
+        "start",
+        "end",
+        "intermediates",
+        "profile",
+        "optimization",
+        "getSteps",
+        "waysAttributes",
+        "geometryFormat",
+        "getBbox",
+        "crs",
+        "timeUnit",
+        "distanceUnit",
+        "constraints",
+        "date_time",
+    ],
+)
 def test_no_route_input_gives_a_500(tmp_path: Path, plugins: Plugins, name: str) -> None:
     service = started(make_service(tmp_path), plugins)
     base = {"resource": "lines", "start": "0,0", "end": "1,1"}

@@ -32,7 +32,9 @@ class Admin:
         self.plugins = plugins
         self.port, self.main_port = free_port(), free_port()
         make_service(root, port=self.main_port)
-        self.path = write(root / "server.toml", f"""
+        self.path = write(
+            root / "server.toml",
+            f"""
 # The server file: the administrator keeps this comment.
 [administrator.listener]
 port = {self.port}  # the admin port
@@ -41,7 +43,8 @@ port = {self.port}  # the admin port
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+        )
         self.base = f"http://127.0.0.1:{self.port}/admin/1.0.0"
         self.administrator: Administrator | None = None
 
@@ -71,7 +74,9 @@ async def admin(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Admin]:
 async def test_create_modify_delete_a_service_persisted_across_restarts(admin: Admin) -> None:
     port, moved = free_port(), free_port()
     async with httpx.AsyncClient(timeout=10) as c:
-        created = await c.post(f"{admin.base}/services", json={"id": "second", "mode": "same-process", "configuration": configuration(port)})
+        created = await c.post(
+            f"{admin.base}/services", json={"id": "second", "mode": "same-process", "configuration": configuration(port)}
+        )
         assert created.status_code == 201, created.text
         body = created.json()
         assert body["id"] == "second" and body["lifecycle"] == "ready"
@@ -90,9 +95,14 @@ async def test_create_modify_delete_a_service_persisted_across_restarts(admin: A
         assert (admin.root / "second" / "sources" / "a.source").is_file()
         assert (await c.get(f"http://127.0.0.1:{port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
 
-        assert (await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port())})).status_code == 409
+        assert (
+            await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port())})
+        ).status_code == 409
 
-        changed = await c.put(f"{admin.base}/services/second", json={"configuration": configuration(moved, application={"name": "second", "title": "Moved", "description": "d"})})
+        changed = await c.put(
+            f"{admin.base}/services/second",
+            json={"configuration": configuration(moved, application={"name": "second", "title": "Moved", "description": "d"})},
+        )
         assert changed.status_code == 200, changed.text
         assert changed.json()["configuration"]["application"]["title"] == "Moved"
         assert (await c.get(f"http://127.0.0.1:{moved}/simple/1.0.0/route", params=ROUTE)).status_code == 200
@@ -138,15 +148,22 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
 
         ports = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(admin.main_port)})
         assert ports.status_code == 409  # valid, but the port is another service's
-        assert f"{service_file}: listeners[0].port: port {admin.main_port} is already used by service 'main'" in ports.json()["error"]["message"]
-        folders = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port(), folders={"projections": "nowhere"})})
+        assert (
+            f"{service_file}: listeners[0].port: port {admin.main_port} is already used by service 'main'"
+            in ports.json()["error"]["message"]
+        )
+        folders = await c.post(
+            f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port(), folders={"projections": "nowhere"})}
+        )
         assert folders.status_code == 409  # valid, but the server has no such folder
         assert "folders.projections: expected a folder" in folders.json()["error"]["message"]
-        for body in ({"id": "second", "configuration": configuration(free_port(), folders={"sources": ["a\x00b"]})},
-                     {"id": "second", "configuration": configuration(free_port(), folders={"projections": ""})},
-                     {"id": "second", "configuration": configuration(free_port(), apis=[{"name": "nope", "version": "9"}])},
-                     {"id": "second", "configuration": configuration(free_port(), limits={"engine_timeout": -1})},
-                     {"id": "second", "mode": "child-process", "workers": 100_000, "configuration": configuration(free_port())}):
+        for body in (
+            {"id": "second", "configuration": configuration(free_port(), folders={"sources": ["a\x00b"]})},
+            {"id": "second", "configuration": configuration(free_port(), folders={"projections": ""})},
+            {"id": "second", "configuration": configuration(free_port(), apis=[{"name": "nope", "version": "9"}])},
+            {"id": "second", "configuration": configuration(free_port(), limits={"engine_timeout": -1})},
+            {"id": "second", "mode": "child-process", "workers": 100_000, "configuration": configuration(free_port())},
+        ):
             # Each was a 500 (NUL in a path), a service started in a failed state, or accepted (a negative time-out).
             refused = await c.post(f"{admin.base}/services", json=body)
             assert refused.status_code == 400, (body, refused.text)
@@ -155,11 +172,17 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         for body in (*bodies, {"id": "second"}, {"id": "second", "configuration": None}, [1]):
             assert (await c.post(f"{admin.base}/services", json=body)).status_code == 400, body
 
-        nulls = await c.put(f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())})
+        nulls = await c.put(
+            f"{admin.base}/services/main", json={"mode": None, "workers": {"n": None}, "configuration": configuration(free_port())}
+        )
         assert nulls.status_code == 400
         assert f"{admin.root / 'service.toml'}: mode: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
-        assert f"{admin.root / 'service.toml'}: workers.n: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
-        modify = await c.put(f"{admin.base}/services/main", json={"id": "other", "configuration": configuration(free_port(), listeners="x")})
+        assert (
+            f"{admin.root / 'service.toml'}: workers.n: null is not allowed (leave the key out instead)" in nulls.json()["error"]["message"]
+        )
+        modify = await c.put(
+            f"{admin.base}/services/main", json={"id": "other", "configuration": configuration(free_port(), listeners="x")}
+        )
         assert modify.status_code == 400
         assert f"{admin.root / 'service.toml'}: id: expected 'main' (the id in the URL), got 'other'" in modify.json()["error"]["message"]
         assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
@@ -175,7 +198,10 @@ async def test_a_change_the_service_cannot_start_with_keeps_the_previous_one(adm
         # service fails to load while the old one is still serving.
         failing = configuration(admin.main_port)
         failing["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
-        write(admin.root / "resources" / "broken.resource", 'id = "broken"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n')
+        write(
+            admin.root / "resources" / "broken.resource",
+            'id = "broken"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n',
+        )
         response = await c.put(f"{admin.base}/services/main", json={"configuration": failing})
         assert response.status_code == 503, response.text
         assert "previous one keeps serving" in response.json()["error"]["message"]
@@ -224,12 +250,19 @@ async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, pl
     admin_port, service_port = free_port(), free_port()
     make_service(tmp_path, port=service_port)
     shutil.copy(Path(__file__).parent / "road2" / "log4js-administration.json", tmp_path)
-    path = write(tmp_path / "road2.json", json.dumps({"administration": {
-        "api": {"name": "admin", "version": "1.0.0"},
-        "services": [{"id": "main", "configuration": "./service.toml", "creationType": "sameProcess"}],
-        "network": {"server": {"id": "administrator", "https": "false", "host": "127.0.0.1", "port": str(admin_port)}},
-        "logs": {"configuration": "./log4js-administration.json"},
-    }}))
+    path = write(
+        tmp_path / "road2.json",
+        json.dumps(
+            {
+                "administration": {
+                    "api": {"name": "admin", "version": "1.0.0"},
+                    "services": [{"id": "main", "configuration": "./service.toml", "creationType": "sameProcess"}],
+                    "network": {"server": {"id": "administrator", "https": "false", "host": "127.0.0.1", "port": str(admin_port)}},
+                    "logs": {"configuration": "./log4js-administration.json"},
+                }
+            }
+        ),
+    )
     before = path.read_text()
     admin = Administrator(load_server(path), plugins)
     await admin.start()

@@ -28,7 +28,7 @@ class Miles:
 def _with_units(path: Path, distance_units: str) -> Path:
     resource = path.parent / "resources" / "lines.resource"
     text = resource.read_text().replace(
-        "[operations.nearest]", f"distanceUnit = {{ values = [{distance_units}], default = \"meter\" }}\n[operations.nearest]"
+        "[operations.nearest]", f'distanceUnit = {{ values = [{distance_units}], default = "meter" }}\n[operations.nearest]'
     )
     resource.write_text(text)
     return path

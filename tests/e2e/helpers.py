@@ -28,9 +28,7 @@ def wait_ready(page: Any) -> None:
 def wait_signed_out(page: Any) -> None:
     """Wait until the app page, back from a logout's navigations, finished checkAuthentication with
     status 'logout'. The wait outlives the navigations: the page that was clicked is gone before it ends."""
-    page.wait_for_function(
-        "() => window.__roadkit && window.__roadkit.ready === true && window.__roadkit.status === 'logout'"
-    )
+    page.wait_for_function("() => window.__roadkit && window.__roadkit.ready === true && window.__roadkit.status === 'logout'")
 
 
 def is_authenticated(page: Any) -> bool:

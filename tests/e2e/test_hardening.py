@@ -56,7 +56,8 @@ def test_after_a_reload_the_refresh_timer_is_armed(page: Any, short_stack: Any) 
     # 10-second tokens: refreshed about 8 s after issue by the timer, with no API call to trigger it.
     page.wait_for_function(
         "(old) => JSON.parse(localStorage.getItem('service')).connexion.token.access_token !== old",
-        arg=first["access_token"], timeout=15_000,
+        arg=first["access_token"],
+        timeout=15_000,
     )
     assert len(_token_requests(requests)) == 1
     assert not [r for r in requests if r.url.startswith(short_stack.backend_url)], "the refresh came from the timer"

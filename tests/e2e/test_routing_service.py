@@ -50,9 +50,16 @@ def test_a_signed_in_user_computes_a_route_with_the_simple_api_and_saves_it(page
     assert route["geometry"]["type"] == "LineString" and len(route["geometry"]["coordinates"]) > 10
     assert route["distance"] > 500
     # What the user reads, checked against the routing service asked directly in metres and seconds.
-    truth = httpx.get(f"{routing_stack.config.app.routing_url}/route", params={
-        "resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115",
-        "distanceUnit": "meter", "timeUnit": "second"}).json()
+    truth = httpx.get(
+        f"{routing_stack.config.app.routing_url}/route",
+        params={
+            "resource": "monaco-osrm",
+            "start": "7.41337,43.72956",
+            "end": "7.41983,43.73115",
+            "distanceUnit": "meter",
+            "timeUnit": "second",
+        },
+    ).json()
     minutes = round(truth["duration"] / 60)
     assert minutes >= 1, truth  # a car takes minutes across Monaco, never "0 min"
     expected = f"{truth['distance'] / 1000:.2f} km · {minutes} min"

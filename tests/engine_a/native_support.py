@@ -216,11 +216,30 @@ def pick(rng: random.Random, valid: list[str], invalid: list[str], p_invalid: fl
 
 def _base_options(rng: random.Random, n: int) -> dict[str, Callable[[], str]]:
     return {
-        "radiuses": lambda: _list(rng, n, lambda: pick(rng, ["", "unlimited", _number(rng, 20, 300), "50"], ["-1", "x", "1e3", "inf", "5"], 0.1)),
-        "bearings": lambda: _list(
-            rng, n, lambda: rng.choice(["", f"{rng.randint(0, 360)},{rng.randint(0, 180)}", "400,10", "10,200", "90", "-5,10", "99999,1", f"{rng.randint(0, 360)},{rng.randint(0, 180)}"])
+        "radiuses": lambda: _list(
+            rng, n, lambda: pick(rng, ["", "unlimited", _number(rng, 20, 300), "50"], ["-1", "x", "1e3", "inf", "5"], 0.1)
         ),
-        "hints": lambda: _list(rng, n, lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112 * rng.choice([1, 1, 2])))], ["abc", "B" * 114], 0.1)),
+        "bearings": lambda: _list(
+            rng,
+            n,
+            lambda: rng.choice(
+                [
+                    "",
+                    f"{rng.randint(0, 360)},{rng.randint(0, 180)}",
+                    "400,10",
+                    "10,200",
+                    "90",
+                    "-5,10",
+                    "99999,1",
+                    f"{rng.randint(0, 360)},{rng.randint(0, 180)}",
+                ]
+            ),
+        ),
+        "hints": lambda: _list(
+            rng,
+            n,
+            lambda: pick(rng, ["", "".join(rng.choice(B64[:-2]) for _ in range(112 * rng.choice([1, 1, 2])))], ["abc", "B" * 114], 0.1),
+        ),
         "approaches": lambda: _list(rng, n, lambda: pick(rng, ["", "curb", "unrestricted", "opposite"], ["foo"], 0.1)),
         "generate_hints": lambda: pick(rng, ["true", "false"], ["TRUE", "1"]),
         "skip_waypoints": lambda: pick(rng, ["true", "false"], ["x"]),
@@ -250,6 +269,7 @@ def options_for(service: str, rng: random.Random, n: int) -> dict[str, Callable[
     if service == "nearest":
         return _base_options(rng, n) | {"number": lambda: pick(rng, ["1", "2", "3", "5"], ["6", "0", "x", "99999999999"])}
     if service == "table":
+
         def indices() -> str:
             return pick(rng, ["all", ";".join(str(rng.randint(0, n - 1)) for _ in range(rng.randint(1, n)))], [str(n), "", "x"])
 
@@ -268,6 +288,7 @@ def options_for(service: str, rng: random.Random, n: int) -> dict[str, Callable[
             "destination": lambda: pick(rng, ["any", "last"], ["first"]),
         }
     if service == "match":
+
         def timestamps() -> str:
             start = rng.randint(1_600_000_000, 1_700_000_000)
             values = [start + 10 * i + rng.randint(0, 9) for i in range(n)]
@@ -286,7 +307,7 @@ def options_for(service: str, rng: random.Random, n: int) -> dict[str, Callable[
 
 
 def _mutate(rng: random.Random, text: str) -> str:
-    junk = ["&", "?", ";", ",", "=", ".", "x", "%", "%2", "%41", "\"", " ", "(", ")", "-", "..", "&&", "{", "^"]
+    junk = ["&", "?", ";", ",", "=", ".", "x", "%", "%2", "%41", '"', " ", "(", ")", "-", "..", "&&", "{", "^"]
     i = rng.randint(0, len(text))
     if rng.random() < 0.5:
         return text[:i] + rng.choice(junk) + text[i:]
@@ -298,8 +319,13 @@ def generate(service: str, rng: random.Random) -> str:
     if service == "tile":
         z = rng.choice([12, 13, 14, 15, 16, 17, 18, rng.randint(0, 11), 25])
         # Monaco is tile (17059, 11948) at zoom 15
-        x, y = (17059 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1), (11948 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1)
-        path = pick(rng, [f"tile({x},{y},{z})"], [f"tile({x},{y})", f"tile({x},-{y},{z})", f"tile({x}, {y},{z})", f"tile({x},{y},{z}"], 0.15)
+        x, y = (
+            (17059 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1),
+            (11948 << max(0, z - 15) >> max(0, 15 - z)) + rng.randint(-1, 1),
+        )
+        path = pick(
+            rng, [f"tile({x},{y},{z})"], [f"tile({x},{y})", f"tile({x},-{y},{z})", f"tile({x}, {y},{z})", f"tile({x},{y},{z}"], 0.15
+        )
         suffix = pick(rng, [".mvt"], [".png", "", ".mvt?x=1"], 0.1)
         return f"/tile/v1/driving/{path}{suffix}"
     limit = {"route": 12, "nearest": 3, "table": 7, "trip": 6, "match": 9}[service]
@@ -344,7 +370,9 @@ def _json_options(service: str, rng: random.Random, n: int) -> dict[str, Callabl
 
     base: dict[str, Callable[[], Any]] = {
         "radiuses": per_point(lambda: rng.choice([None, "unlimited", round(rng.uniform(20, 300), 2), 50]), ["5", "inf", True, -1]),
-        "bearings": per_point(lambda: rng.choice([None, [rng.randint(0, 360), rng.randint(0, 180)]]), [[400, 10], [10], [1.5, 2], "90,10", [70000, 10]]),
+        "bearings": per_point(
+            lambda: rng.choice([None, [rng.randint(0, 360), rng.randint(0, 180)]]), [[400, 10], [10], [1.5, 2], "90,10", [70000, 10]]
+        ),
         "hints": per_point(lambda: rng.choice([None, "", "".join(rng.choice(B64[:-2]) for _ in range(112))]), ["abc", 3]),
         "approaches": per_point(lambda: rng.choice([None, "curb", "unrestricted", "opposite"]), ["foo", 1]),
         "generate_hints": lambda: pick_any(rng, [True, False], ["true", 1]),
@@ -355,13 +383,16 @@ def _json_options(service: str, rng: random.Random, n: int) -> dict[str, Callabl
     if service == "nearest":
         return base | {"number": lambda: pick_any(rng, [1, 2, 3, 5], [6, 0, -1, 1.5, "2"])}
     if service == "table":
+
         def indices() -> Any:
             return pick_any(rng, [[rng.randint(0, n - 1) for _ in range(rng.randint(1, n))]], [[n], [-1], "all", [1.0]])
 
         return base | {
             "sources": indices,
             "destinations": indices,
-            "annotations": lambda: pick_any(rng, [["duration"], ["distance"], ["duration", "distance"], True], [False, ["foo"], "duration", []]),
+            "annotations": lambda: pick_any(
+                rng, [["duration"], ["distance"], ["duration", "distance"], True], [False, ["foo"], "duration", []]
+            ),
             "fallback_speed": lambda: pick_any(rng, [1, 10.5, 30], [0, -1, "x"]),
             "fallback_coordinate": lambda: pick_any(rng, ["input", "snapped"], ["x"]),
             "scale_factor": lambda: pick_any(rng, [1, 0.5, 2], [0, "1"]),
@@ -418,7 +449,19 @@ def generate_post(service: str, rng: random.Random) -> tuple[str, bytes, str]:
         del doc["coordinates"]
     body = json.dumps(doc).encode()
     if rng.random() < 0.08:
-        body = rng.choice([b"", b"{bad", b"[]", body + b" x", body[:-1], b'{"coordinates": [[7.41, 43.7], [7.42, 1e400]]}', b'{"coordinates": 01}', b'{"a":"\\q"}', b'{"coordinates": [1.]}'])
+        body = rng.choice(
+            [
+                b"",
+                b"{bad",
+                b"[]",
+                body + b" x",
+                body[:-1],
+                b'{"coordinates": [[7.41, 43.7], [7.42, 1e400]]}',
+                b'{"coordinates": 01}',
+                b'{"a":"\\q"}',
+                b'{"coordinates": [1.]}',
+            ]
+        )
     path = f"/{service}/v1/driving" + rng.choice(["", "", "", "/", "/x"])
     content_type = pick_any(rng, ["application/json", "application/json; charset=utf-8", " Application/JSON"], ["text/plain", ""], 0.06)
     return path, body, content_type

@@ -40,7 +40,9 @@ def test_capabilities_describe_service_operations_and_resources(client: TestClie
     assert params["start"]["values"]["bbox"] == "7.349,43.71,7.491,43.77"
     assert params["getSteps"]["defaultValue"] is True
     keys = params["constraints"]["values"]["keys"]
-    assert keys == [{"key": "waytype", "availableConstraintType": ["banned"], "availableOperators": ["="], "values": ["autoroute", "peage", "bac"]}]
+    assert keys == [
+        {"key": "waytype", "availableConstraintType": ["banned"], "availableOperators": ["="], "values": ["autoroute", "peage", "bac"]}
+    ]
     nearest = {p["id"]: p for p in resource["availableOperations"][1]["availableParameters"]}
     assert nearest["nbPoints"]["values"] == {"min": 1, "max": 10}
 
@@ -60,7 +62,9 @@ def test_renamed_operations_are_served_and_advertised(osrm_example: Path, monkey
     with TestClient(app) as renamed:
         caps = renamed.get(CAPS).json()
         assert [op["url"].rsplit("/", 1)[1] for op in caps["operations"]] == ["itineraire?", "plus-proche?"]
-        ok = renamed.get("/simple/1.0.0/itineraire", params={"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"})
+        ok = renamed.get(
+            "/simple/1.0.0/itineraire", params={"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}
+        )
         assert ok.status_code == 200
         assert renamed.get("/simple/1.0.0/route").status_code == 404
         paths = renamed.get("/simple/1.0.0/openapi.json").json()["paths"]

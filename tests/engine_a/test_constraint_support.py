@@ -69,7 +69,12 @@ def test_an_engine_refusal_reaching_the_source_is_a_400_without_a_state_change(o
     from roadkit_osrm.source import OsrmSource
 
     async def run() -> None:
-        config = SourceConfig(Path("car.source"), "car", "osrm", options={"storage": {"file": str(osrm_datasets["car-fastest"])}, "cost": {"profile": "car", "optimization": "fastest"}})
+        config = SourceConfig(
+            Path("car.source"),
+            "car",
+            "osrm",
+            options={"storage": {"file": str(osrm_datasets["car-fastest"])}, "cost": {"profile": "car", "optimization": "fastest"}},
+        )
         source = OsrmSource.from_config(config)
         await source.connect()
         try:
@@ -78,7 +83,11 @@ def test_an_engine_refusal_reaching_the_source_is_a_400_without_a_state_change(o
                 await source.route(RouteRequest(((7.41337, 43.72956), (7.41983, 43.73115)), Cost("car", "fastest"), constraints=both))
             assert caught.value.parameter == "constraints"
             assert str(source.state) == "green" and source.reason == ""
-            assert sorted(map(sorted, source.supported_bans(["motorway", "toll", "ferry", "tunnel"], 3) or [])) == [["ferry"], ["motorway"], ["toll"]]
+            assert sorted(map(sorted, source.supported_bans(["motorway", "toll", "ferry", "tunnel"], 3) or [])) == [
+                ["ferry"],
+                ["motorway"],
+                ["toll"],
+            ]
         finally:
             await source.disconnect()
 
@@ -89,10 +98,14 @@ def test_prefer_and_avoid_on_an_osrm_resource_are_refused_in_the_configuration(o
     example = tmp_path / "monaco"
     shutil.copytree(osrm_example, example, symlinks=True)
     resource = example / "resources" / "monaco-osrm.resource"
-    resource.write_text(resource.read_text().replace('availableConstraintType = ["banned"]', 'availableConstraintType = ["banned", "avoid"]'))
+    resource.write_text(
+        resource.read_text().replace('availableConstraintType = ["banned"]', 'availableConstraintType = ["banned", "avoid"]')
+    )
     problems = start_problems(example / "service.toml")
     assert any(
-        p.startswith(f"{resource}: operations.route.constraints.keys[key=waytype].availableConstraintType: 'avoid' is not applied by source")
+        p.startswith(
+            f"{resource}: operations.route.constraints.keys[key=waytype].availableConstraintType: 'avoid' is not applied by source"
+        )
         and "OSRM can only exclude" in p
         for p in problems
     ), problems
@@ -110,7 +123,11 @@ def test_an_osrm_dataset_missing_at_start_joins_its_resource_when_it_appears(osr
     for name in ("car-shortest", "pedestrian-fastest"):
         (example / "data" / "osrm" / name).symlink_to(built / name, target_is_directory=True)
     service_file = example / "service.toml"
-    service_file.write_text(service_file.read_text().replace("engine_timeout = 10.0", "engine_timeout = 10.0\nconnect_retry_initial = 0.05\nconnect_retry_max = 0.1"))
+    service_file.write_text(
+        service_file.read_text().replace(
+            "engine_timeout = 10.0", "engine_timeout = 10.0\nconnect_retry_initial = 0.05\nconnect_retry_max = 0.1"
+        )
+    )
     app = create_app(load_service(service_file), Plugins.create())
     with TestClient(app) as client:
         service: Service = app.state.service

@@ -31,7 +31,14 @@ def test_resources_lists_profiles_optimizations_aliases_and_services(client: Tes
 def _simple_distance(client: TestClient, profile: str, optimization: str) -> float:
     response = client.get(
         "/simple/1.0.0/route",
-        params={"resource": "monaco-osrm", "start": START, "end": END, "profile": profile, "optimization": optimization, "distanceUnit": "meter"},
+        params={
+            "resource": "monaco-osrm",
+            "start": START,
+            "end": END,
+            "profile": profile,
+            "optimization": optimization,
+            "distanceUnit": "meter",
+        },
     )
     assert response.status_code == 200, response.text
     return float(response.json()["distance"])
@@ -84,7 +91,10 @@ def test_what_the_binding_cannot_do_is_refused_clearly(client: TestClient) -> No
     assert response.status_code == 400
     assert response.json() == {"code": "InvalidOptions", "message": "The flatbuffers output format is not available on this service"}
     by_legs = client.get(f"/osrm/1.0.0/monaco-osrm/trip/v1/car/{COORDS}?overview=by_legs")
-    assert (by_legs.status_code, by_legs.json()) == (400, {"code": "InvalidOptions", "message": "overview=by_legs is not available on this service"})
+    assert (by_legs.status_code, by_legs.json()) == (
+        400,
+        {"code": "InvalidOptions", "message": "overview=by_legs is not available on this service"},
+    )
 
 
 def test_osrm_errors_keep_osrm_routed_codes(client: TestClient) -> None:
@@ -94,7 +104,10 @@ def test_osrm_errors_keep_osrm_routed_codes(client: TestClient) -> None:
         f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}?steps=maybe": ("InvalidQuery", "Query string malformed close to position 54"),
         "/osrm/1.0.0/monaco-osrm/route/v1/car/7.41,43.73": ("InvalidOptions", "Number of coordinates needs to be at least two."),
         "/osrm/1.0.0/monaco-osrm/route/v1/car/7.41,43.73;1,100": ("InvalidValue", "Invalid coordinate value."),
-        f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}?radiuses=0.1;0.1": ("NoSegment", "Could not find a matching segment for coordinate 0"),
+        f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}?radiuses=0.1;0.1": (
+            "NoSegment",
+            "Could not find a matching segment for coordinate 0",
+        ),
     }
     for path, (code, message) in cases.items():
         response = client.get(path)
@@ -134,11 +147,18 @@ def test_a_republished_resource_brings_its_new_native_settings(osrm_example: Pat
     app = create_app(load_service(example / "service.toml"), Plugins.create())
     with TestClient(app) as client:
         assert client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/driving/{three}").status_code == 200
-        resource.write_text(resource.read_text().replace("max_viaroute_size = 500", "max_viaroute_size = 2").replace('driving = "car/fastest"', 'auto = "car/fastest"'))
+        resource.write_text(
+            resource.read_text()
+            .replace("max_viaroute_size = 500", "max_viaroute_size = 2")
+            .replace('driving = "car/fastest"', 'auto = "car/fastest"')
+        )
         assert client.portal is not None
         client.portal.call(app.state.service.publish_resource, "monaco-osrm")
         too_big = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/auto/{three}")
-        assert (too_big.status_code, too_big.json()) == (400, {"code": "TooBig", "message": "Number of entries 3 is higher than current maximum (2)"})
+        assert (too_big.status_code, too_big.json()) == (
+            400,
+            {"code": "TooBig", "message": "Number of entries 3 is higher than current maximum (2)"},
+        )
         assert client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/driving/{three}").json()["code"] == "InvalidProfile"
 
 
@@ -150,7 +170,11 @@ def test_the_openapi_document_is_valid_and_served(client: TestClient) -> None:
     validate(document)
     assert index["links"][0]["href"] == "http://testserver/osrm/1.0.0/openapi.json"
     assert document["servers"] == [{"url": "http://testserver/osrm/1.0.0"}]
-    assert set(document["paths"]) == {"/resources", "/{resource}/{service}/v1/{profile}/{coordinates}", "/{resource}/{profile}/{optimization}/{service}/v1/_/{coordinates}"}
+    assert set(document["paths"]) == {
+        "/resources",
+        "/{resource}/{service}/v1/{profile}/{coordinates}",
+        "/{resource}/{profile}/{optimization}/{service}/v1/_/{coordinates}",
+    }
     assert client.get("/osrm/1.0.0/openapi").status_code == 200
 
 

@@ -42,7 +42,11 @@ def test_native_post_requests_equal_osrm_routed(service: str, routed: Routed, na
         statuses[expected[0]] = statuses.get(expected[0], 0) + 1
         response = native.post(f"/osrm/1.0.0/diff{path}", content=body, headers={"content-type": content_type} if content_type else {})
         try:
-            compare(f"POST {path} {body[:200]!r} ({content_type})", expected, (response.status_code, response.headers.get("content-type", ""), response.content))
+            compare(
+                f"POST {path} {body[:200]!r} ({content_type})",
+                expected,
+                (response.status_code, response.headers.get("content-type", ""), response.content),
+            )
         except AssertionError as exc:
             failures.append(str(exc))
     assert not failures, f"{len(failures)} of {count} answers differ:\n" + "\n".join(failures[:8])

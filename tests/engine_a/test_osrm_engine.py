@@ -97,8 +97,8 @@ async def test_banned_motorway_changes_a_route_that_uses_it(osrm_example: Path) 
     # From above Eze to Monaco, where the fastest way takes the A8 motorway.
     points = ((7.37612, 43.75813), (7.45165, 43.73148))
     free = await source.route(RouteRequest(points, Cost("car", "fastest"), steps=True))
-    banned = await (
-        source.route(RouteRequest(points, Cost("car", "fastest"), constraints=(Constraint("banned", "waytype", "=", "autoroute", field="motorway"),)))
+    banned = await source.route(
+        RouteRequest(points, Cost("car", "fastest"), constraints=(Constraint("banned", "waytype", "=", "autoroute", field="motorway"),))
     )
     direct = _direct(Path(source.options.storage.file), "CH", list(points), exclude=["motorway"])
     assert banned.distance == pytest.approx(direct["routes"][0]["distance"])
@@ -118,7 +118,9 @@ async def test_nearest_returns_the_number_of_points_asked(osrm_example: Path, os
 
 async def test_a_missing_dataset_leaves_the_source_red(tmp_path: Path) -> None:
     path = tmp_path / "broken.source"
-    path.write_text('id = "broken"\ntype = "osrm"\n[storage]\nfile = "nowhere/monaco.osrm"\n[cost]\nprofile = "car"\noptimization = "fastest"\n')
+    path.write_text(
+        'id = "broken"\ntype = "osrm"\n[storage]\nfile = "nowhere/monaco.osrm"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
+    )
     source = OsrmSource.from_config(read_source(path))
     with pytest.raises(RuntimeError):
         await source.connect()
@@ -138,6 +140,8 @@ async def test_a_route_made_impossible_by_a_constraint_is_a_no_path_error(osrm_e
 
 class TestOsrmContract(SourceContract):
     """The core's source contract on the car/fastest Monaco dataset."""
+
+    contract_step_instructions = True  # every step carries a typed instruction
 
     @pytest.fixture
     async def contract_source(self, osrm_example: Path) -> OsrmSource:
@@ -166,3 +170,35 @@ async def test_a_source_not_connected_is_unavailable_like_every_engine(osrm_exam
     with pytest.raises(SourceUnavailable) as raised:
         await source.route(RouteRequest((START, END), Cost("car", "fastest")))
     assert (raised.value.status, raised.value.code) == (503, "source_unavailable")
+
+
+async def test_requests_run_inline_without_a_thread_hand_off(osrm_example: Path) -> None:
+    """osrm-bindings holds the GIL: route, nearest and native calls run on the loop, no engine thread is started."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    class NoHandOff(ThreadPoolExecutor):
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a request was handed to a thread")
+
+    source = await _source(osrm_example, "car-fastest")
+    source._executor = NoHandOff(1)  # loading the dataset used the source's thread; requests must not
+    try:
+        route = await source.route(RouteRequest((START, END), Cost("car", "fastest")))
+        nearest = await source.nearest(NearestRequest(START, 2))
+        assert route.distance > 0 and len(nearest.points) == 2
+    finally:
+        await source.disconnect()
+
+
+async def test_an_inline_call_longer_than_the_time_out_is_an_engine_timeout() -> None:
+    """run_inline keeps run_blocking's meaning: an answer later than the time-out is a 504, a prompt one is returned."""
+    import time
+
+    from roadkit.config.models import SourceConfig
+    from roadkit.source import Source
+
+    source = Source(SourceConfig(path=Path("x.source"), id="slow", type="test", timeout=0.05), None)
+    assert source.run_inline(lambda: "quick") == "quick"
+    with pytest.raises(EngineTimeout) as raised:
+        source.run_inline(time.sleep, 0.1)
+    assert raised.value.status == 504

@@ -395,7 +395,9 @@ def test_a_ca_file_must_be_readable_and_is_not_mixed_with_verify_false(tmp_path:
     assert "http.ca_file: expected a readable file of PEM certificates" in garbage.value.message
     self_signed_certificate(tmp_path)
     with pytest.raises(ConfigurationError) as both:
-        OsrmHttpSource.from_config(read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="server.crt", verify=False)))
+        OsrmHttpSource.from_config(
+            read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="server.crt", verify=False))
+        )
     assert "http.ca_file: not used with verify = false" in both.value.message
     source = OsrmHttpSource.from_config(read_source(write_source(tmp_path, "car-fastest", ["https://127.0.0.1:1"], ca_file="server.crt")))
     assert isinstance(source, OsrmHttpSource) and source.options.http.relative_to(source.config.path).ca_file == tmp_path / "server.crt"

@@ -21,7 +21,9 @@ async def test_an_empty_service_serves_osrm_routes_once_published(osrm_example: 
     shutil.copytree(osrm_example / "projections", tmp_path / "projections")
     (tmp_path / "sources").mkdir()
     (tmp_path / "resources").mkdir()
-    write(tmp_path / "service.toml", f"""
+    write(
+        tmp_path / "service.toml",
+        f"""
 [application]
 name = "empty"
 title = "Populated by a publication agent"
@@ -34,8 +36,11 @@ port = {service_port}
 sources = ["sources"]
 resources = ["resources"]
 projections = "projections"
-""")
-    path = write(tmp_path / "server.toml", f"""
+""",
+    )
+    path = write(
+        tmp_path / "server.toml",
+        f"""
 [administrator.listener]
 port = {admin_port}
 
@@ -43,7 +48,8 @@ port = {admin_port}
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
-""")
+""",
+    )
     admin = Administrator(load_server(path), Plugins.create())
     await admin.start()
     try:

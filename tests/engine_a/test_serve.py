@@ -32,7 +32,9 @@ def test_roadkit_serve_runs_the_example_and_stops_cleanly(osrm_example: Path, tm
     admin_port, service_port = _ports(example)
     process = subprocess.Popen(
         [sys.executable, "-m", "roadkit.cli", "serve", str(example / "server.toml")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         health = None
@@ -90,7 +92,9 @@ def test_roadkit_check_builds_the_resources_and_finds_what_start_would(osrm_exam
     resource = example / "resources" / "monaco-osrm.resource"
     text = resource.read_text()
     text = text.replace('start = { bbox = "7.349,43.71,7.491,43.77"', 'start = { bbox = "7.491,43.71,7.349,43.77"', 1)
-    text = text.replace('profile = { values = ["car", "pedestrian"], default = "car" }', 'profile = { values = ["car", "pedestrian"], default = "bike" }')
+    text = text.replace(
+        'profile = { values = ["car", "pedestrian"], default = "car" }', 'profile = { values = ["car", "pedestrian"], default = "bike" }'
+    )
     resource.write_text(text)
     result = subprocess.run([sys.executable, "-m", "roadkit.cli", "check", str(example / "server.toml")], capture_output=True, text=True)
     assert result.returncode == 1, result.stdout

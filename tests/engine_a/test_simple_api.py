@@ -40,8 +40,21 @@ def test_route_get_and_post_give_the_same_answer(client: TestClient) -> None:
 def test_route_response_has_road2_fields_in_order(client: TestClient) -> None:
     body = get(client, ROUTE, **BASE).json()
     assert list(body) == [
-        "resource", "resourceVersion", "start", "end", "profile", "optimization", "geometry", "crs",
-        "distanceUnit", "timeUnit", "bbox", "distance", "duration", "constraints", "portions",
+        "resource",
+        "resourceVersion",
+        "start",
+        "end",
+        "profile",
+        "optimization",
+        "geometry",
+        "crs",
+        "distanceUnit",
+        "timeUnit",
+        "bbox",
+        "distance",
+        "duration",
+        "constraints",
+        "portions",
     ]
     assert body["resource"] == "monaco-osrm" and body["resourceVersion"] == "2016-03-05"
     assert (body["profile"], body["optimization"], body["crs"]) == ("car", "fastest", "EPSG:4326")
@@ -98,6 +111,26 @@ def test_geometry_formats_describe_the_same_line(client: TestClient, fmt: str) -
         assert geometry.startswith("LINESTRING(") and geometry.count(",") == len(coords) - 1
 
 
+@pytest.mark.parametrize("crs", ["EPSG:4326", "EPSG:2154"])
+def test_a_polyline_without_steps_or_bbox_is_the_engines_own(client: TestClient, crs: str) -> None:
+    """No coordinate needed: OSRM writes the polyline (its rounding of 1e-6 fixed point), same line as the GeoJSON one."""
+    from pyproj import Transformer
+
+    options = {"getSteps": "false", "getBbox": "false", "crs": crs}
+    if crs != "EPSG:4326":
+        to_crs = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+        start, end = to_crs.transform(7.41337, 43.72956), to_crs.transform(7.41983, 43.73115)
+        options |= {"start": f"{start[0]:.2f},{start[1]:.2f}", "end": f"{end[0]:.2f},{end[1]:.2f}"}
+    polyline = get(client, ROUTE, **{**BASE, **options, "geometryFormat": "polyline"}).json()
+    reference = get(client, ROUTE, **{**BASE, **options}).json()
+    decoded = decode_polyline(polyline["geometry"])
+    coords = [tuple(c) for c in reference["geometry"]["coordinates"]]
+    tolerance = 1e-5 if crs == "EPSG:4326" else 0.01  # precision 5 of lon/lat, or the same numbers written from meters
+    assert len(decoded) == len(coords) > 2
+    assert all(abs(x - cx) <= tolerance and abs(y - cy) <= tolerance for (x, y), (cx, cy) in zip(decoded, coords, strict=True))
+    assert {k: v for k, v in polyline.items() if k != "geometry"} == {k: v for k, v in reference.items() if k != "geometry"}
+
+
 @pytest.mark.parametrize("crs", ["EPSG:3857", "EPSG:2154"])
 def test_crs_applies_to_input_points_and_output(client: TestClient, crs: str) -> None:
     from pyproj import Transformer
@@ -105,7 +138,9 @@ def test_crs_applies_to_input_points_and_output(client: TestClient, crs: str) ->
     to_crs = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
     start = to_crs.transform(7.41337, 43.72956)
     end = to_crs.transform(7.41983, 43.73115)
-    body = get(client, ROUTE, resource="monaco-osrm", crs=crs, start=f"{start[0]:.3f},{start[1]:.3f}", end=f"{end[0]:.3f},{end[1]:.3f}").json()
+    body = get(
+        client, ROUTE, resource="monaco-osrm", crs=crs, start=f"{start[0]:.3f},{start[1]:.3f}", end=f"{end[0]:.3f},{end[1]:.3f}"
+    ).json()
     reference = get(client, ROUTE, **BASE).json()
     assert body["crs"] == crs
     assert body["distance"] == pytest.approx(reference["distance"], rel=1e-3)
@@ -255,14 +290,19 @@ def test_nearest_returns_points_in_the_request_crs(client: TestClient) -> None:
     assert projected["points"][0]["geometry"][0] > 1000
 
 
-@pytest.mark.parametrize(("value", "expected"), [("50000", "above the maximum 10"), ("0", "below the minimum 1"), ("test", "expected an integer"), ("5abc", "expected an integer")])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("50000", "above the maximum 10"), ("0", "below the minimum 1"), ("test", "expected an integer"), ("5abc", "expected an integer")],
+)
 def test_nearest_nb_points_is_checked(client: TestClient, value: str, expected: str) -> None:
     message = error_of(get(client, NEAREST, resource="monaco-osrm", coordinates="7.41337,43.72956", nbPoints=value))
     assert message.startswith("Parameter 'nbPoints' is invalid") and expected in message
 
 
 def test_isochrone_is_not_offered_by_an_osrm_service(client: TestClient) -> None:
-    message = error_of(get(client, "/simple/1.0.0/isochrone", resource="monaco-osrm", point="7.41337,43.72956", costType="time", costValue="300"))
+    message = error_of(
+        get(client, "/simple/1.0.0/isochrone", resource="monaco-osrm", point="7.41337,43.72956", costType="time", costValue="300")
+    )
     assert "isochrone" in message and "not permitted" in message
 
 
@@ -279,7 +319,14 @@ def test_responses_carry_security_headers(client: TestClient) -> None:
 
 
 def test_cors_preflight_is_answered_at_service_level(client: TestClient) -> None:
-    response = client.options(ROUTE, headers={"origin": "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type"})
+    response = client.options(
+        ROUTE,
+        headers={
+            "origin": "https://app.example",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type",
+        },
+    )
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] in ("*", "https://app.example")
     assert get(client, ROUTE, **BASE).status_code == 200
@@ -294,5 +341,8 @@ def test_no_path_and_bad_input_are_logged_at_debug_level_only(client: TestClient
         get(client, ROUTE, resource="monaco-osrm", start="7.38076,43.74470", end="7.44436,43.75035", constraints=ban)
         get(client, ROUTE, **BASE, profile="bike")
     records = [r for r in caplog.records if r.name.startswith("roadkit")]
-    assert {r.getMessage() for r in records} >= {"no_path: No path found", "parameter_invalid: Parameter 'profile' is invalid: expected one of car, pedestrian, got 'bike'"}
+    assert {r.getMessage() for r in records} >= {
+        "no_path: No path found",
+        "parameter_invalid: Parameter 'profile' is invalid: expected one of car, pedestrian, got 'bike'",
+    }
     assert all(r.levelno == logging.DEBUG for r in records)

@@ -45,7 +45,9 @@ def test_nearest_points_on_valhalla(client: TestClient) -> None:
     response = client.get(f"/osrm/1.0.0/monaco-valhalla/nearest/v1/car/{START[0]},{START[1]}?number=2")
     assert response.status_code == 200, response.text
     waypoints = response.json()["waypoints"]
-    simple = client.get("/simple/1.0.0/nearest", params={"resource": "monaco-valhalla", "coordinates": f"{START[0]},{START[1]}", "nbPoints": 2})
+    simple = client.get(
+        "/simple/1.0.0/nearest", params={"resource": "monaco-valhalla", "coordinates": f"{START[0]},{START[1]}", "nbPoints": 2}
+    )
     expected = simple.json()["points"]
     assert len(waypoints) == len(expected) >= 1
     for waypoint, point in zip(waypoints, expected, strict=True):
@@ -90,6 +92,8 @@ def test_generated_requests_never_fail_on_valhalla(client: TestClient, service: 
         assert response.status_code < 500, (url, response.text)
         assert (response.json()["code"] == "Ok") == (response.status_code == 200), (url, response.text)
         path, body, content_type = generate_post(service, rng)
-        posted = client.post(f"/osrm/1.0.0/monaco-valhalla{path}", content=body, headers={"content-type": content_type} if content_type else {})
+        posted = client.post(
+            f"/osrm/1.0.0/monaco-valhalla{path}", content=body, headers={"content-type": content_type} if content_type else {}
+        )
         assert posted.status_code < 500, (path, body, posted.text)
     assert statuses.get(200, 0) >= 20, statuses

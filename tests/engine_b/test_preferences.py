@@ -78,8 +78,12 @@ def test_avoid_takes_a_route_off_the_motorway(prefs: TestClient, actor: Any) -> 
     assert avoided["constraints"] == [{"type": "avoid", "key": "roads", "operator": "=", "value": "autoroute"}]
     assert avoided["geometry"] != free["geometry"] and avoided["distance"] > free["distance"] * 1.1
     start, end = ([float(v) for v in ON_THE_MOTORWAY[k].split(",")] for k in ("start", "end"))
-    body = {"locations": [{"lon": start[0], "lat": start[1]}, {"lon": end[0], "lat": end[1]}], "costing": "auto",
-            "costing_options": {"auto": {"use_highways": 0.0}}, "directions_options": {"format": "osrm"}}
+    body = {
+        "locations": [{"lon": start[0], "lat": start[1]}, {"lon": end[0], "lat": end[1]}],
+        "costing": "auto",
+        "costing_options": {"auto": {"use_highways": 0.0}},
+        "directions_options": {"format": "osrm"},
+    }
     direct = json.loads(actor.route(json.dumps(body)))["routes"][0]
     assert avoided["distance"] == pytest.approx(direct["distance"], rel=1e-6)
     # A mild avoidance (the resource's default ratio 1.2) is not worth the detour here.
@@ -94,10 +98,14 @@ def test_prefer_takes_the_motorway_when_it_is_close_enough(prefs: TestClient) ->
 
 
 def test_a_preference_the_profile_does_not_read_is_a_400(prefs: TestClient) -> None:
-    response = prefs.get(ROUTE, params={"resource": "monaco-valhalla", "profile": "pedestrian", **ON_THE_MOTORWAY, "constraints": constraint("avoid", "autoroute")})
+    response = prefs.get(
+        ROUTE,
+        params={"resource": "monaco-valhalla", "profile": "pedestrian", **ON_THE_MOTORWAY, "constraints": constraint("avoid", "autoroute")},
+    )
     assert response.status_code == 400
     assert response.json()["error"]["message"] == (
-        "Parameter 'constraints' is invalid: avoid roads=autoroute can't be applied to profile 'pedestrian' (Valhalla costing pedestrian has no use_highways option)"
+        "Parameter 'constraints' is invalid: avoid roads=autoroute can't be applied to "
+        "profile 'pedestrian' (Valhalla costing pedestrian has no use_highways option)"
     )
 
 
@@ -105,14 +113,21 @@ def test_capabilities_advertise_prefer_and_avoid(prefs: TestClient) -> None:
     resource = prefs.get("/simple/1.0.0/getcapabilities").json()["resources"][0]
     route_op = next(op for op in resource["availableOperations"] if op["id"] == "route")
     keys = next(p for p in route_op["availableParameters"] if p["id"] == "constraints")["values"]["keys"]
-    assert {"key": "roads", "availableConstraintType": ["banned", "prefer", "avoid"], "availableOperators": ["="], "values": ["autoroute", "peage"]} in keys
+    assert {
+        "key": "roads",
+        "availableConstraintType": ["banned", "prefer", "avoid"],
+        "availableOperators": ["="],
+        "values": ["autoroute", "peage"],
+    } in keys
 
 
 def test_a_preference_valhalla_has_no_weight_for_is_refused_in_the_configuration(prefs_example: Path, tmp_path: Path) -> None:
     example = tmp_path / "example"
     shutil.copytree(prefs_example, example, symlinks=True)
     resource = example / "resources" / "monaco-valhalla.resource"
-    resource.write_text(resource.read_text().replace('{ value = "peage", field = "exclude_tolls" }', '{ value = "tunnel", field = "exclude_tunnels" }'))
+    resource.write_text(
+        resource.read_text().replace('{ value = "peage", field = "exclude_tolls" }', '{ value = "tunnel", field = "exclude_tunnels" }')
+    )
     problems = start_problems(example / "service.toml")
     assert problems == [
         f"{resource}: operations.route.constraints.keys[key=roads].availableConstraintType: 'prefer' is not applied by source "

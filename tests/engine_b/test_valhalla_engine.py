@@ -68,6 +68,8 @@ def area_m2(geometry: dict[str, Any]) -> float:
 class TestValhallaContract(SourceContract):
     """The core's source contract, on the Valhalla source."""
 
+    contract_step_instructions = True  # every step carries a typed instruction
+
     @pytest.fixture
     async def contract_source(self, valhalla_example: Path) -> AsyncIterator[ValhallaSource]:
         source = await connected(valhalla_example)
@@ -310,8 +312,15 @@ def test_hook_roadkit_resolve_cost_override_changes_the_route(valhalla_example: 
                 return ValhallaCost(profile="car", optimization="fastest", cost_type="time", costing="pedestrian")
             return None  # the source's own setting
 
-    params = {"resource": "monaco-valhalla", "profile": "car", "optimization": "fastest", "start": "7.41337,43.72956",
-              "end": "7.41983,43.73115", "timeUnit": "second", "distanceUnit": "meter"}
+    params = {
+        "resource": "monaco-valhalla",
+        "profile": "car",
+        "optimization": "fastest",
+        "start": "7.41337,43.72956",
+        "end": "7.41983,43.73115",
+        "timeUnit": "second",
+        "distanceUnit": "meter",
+    }
     durations = []
     for extra in ([], [WalkEverywhere()]):
         service = load_service(valhalla_example / "service.toml")

@@ -264,7 +264,11 @@ async def test_red_with_503s_when_no_server_answers_then_green_again(valhalla_ex
 
 
 async def test_an_https_server_answers_the_posts_with_the_sources_ca_file(
-    valhalla_example: Path, tmp_path: Path, served: EngineServer, pair: tuple[ValhallaHttpSource, ValhallaSource], monkeypatch: pytest.MonkeyPatch
+    valhalla_example: Path,
+    tmp_path: Path,
+    served: EngineServer,
+    pair: tuple[ValhallaHttpSource, ValhallaSource],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     without_proxies(monkeypatch)
     certfile, keyfile = self_signed_certificate(tmp_path / "tls")

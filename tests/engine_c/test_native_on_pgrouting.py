@@ -27,7 +27,12 @@ def test_pgrouting_cannot_answer_native_requests(client: TestClient, service: st
         "code": "InvalidService",
         "message": f"Service {service} is not available on resource monaco-pgrouting (engine pgrouting)",
     }
-    assert client.get("/simple/1.0.0/route", params={"resource": "monaco-pgrouting", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}).status_code == 200
+    assert (
+        client.get(
+            "/simple/1.0.0/route", params={"resource": "monaco-pgrouting", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}
+        ).status_code
+        == 200
+    )
 
 
 def test_pgrouting_resources_are_not_listed(client: TestClient) -> None:

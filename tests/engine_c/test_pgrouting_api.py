@@ -83,9 +83,14 @@ def test_isochrone_polygon_is_valid_and_contains_the_start(client: TestClient) -
     assert signed > 0, "exterior rings are counter-clockwise (RFC 7946)"
 
 
-@pytest.mark.parametrize(("profile", "cost_type", "values"), [
-    ("pedestrian", "time", "600|120|300"), ("car", "time", "60|180|30"), ("car", "distance", "500|2000|1000"),
-])
+@pytest.mark.parametrize(
+    ("profile", "cost_type", "values"),
+    [
+        ("pedestrian", "time", "600|120|300"),
+        ("car", "time", "60|180|30"),
+        ("car", "distance", "500|2000|1000"),
+    ],
+)
 def test_several_values_give_nested_contours_that_grow(client: TestClient, profile: str, cost_type: str, values: str) -> None:
     body = isochrone(client, profile=profile, costType=cost_type, costValue=values).json()
     contours = {c["costValue"]: shape(c["geometry"]) for c in body["contours"]}
@@ -165,23 +170,37 @@ def test_isochrone_with_banned_tunnels_is_smaller_or_equal(client: TestClient) -
     assert area(banned) <= area(free) * 1.01
 
 
-PAYLOADS = ["'; DROP TABLE monaco.ways; --", "1) OR 1=1 --", "$rk$; DROP SCHEMA monaco CASCADE; $rk$", "\\'; SELECT pg_sleep(5); --",
-            "7.41337,43.72956'; DELETE FROM monaco.ways; --"]
+PAYLOADS = [
+    "'; DROP TABLE monaco.ways; --",
+    "1) OR 1=1 --",
+    "$rk$; DROP SCHEMA monaco CASCADE; $rk$",
+    "\\'; SELECT pg_sleep(5); --",
+    "7.41337,43.72956'; DELETE FROM monaco.ways; --",
+]
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_sql_injection_payloads_are_400_and_leave_the_database_intact(client: TestClient, pg_dsn: str, payload: str) -> None:
     attempts = [
-        route(client, start=payload), route(client, end=payload), route(client, intermediates=payload),
-        route(client, profile=payload), route(client, optimization=payload), route(client, waysAttributes=payload),
+        route(client, start=payload),
+        route(client, end=payload),
+        route(client, intermediates=payload),
+        route(client, profile=payload),
+        route(client, optimization=payload),
+        route(client, waysAttributes=payload),
         route(client, constraints=constraint("banned", payload, "=", "autoroute")),
         route(client, constraints=constraint("banned", "wayType", payload, "autoroute")),
         route(client, constraints=constraint("banned", "wayType", "=", payload)),
         route(client, constraints=constraint("banned", "vitesse", ">", payload)),
         route(client, constraints=constraint(payload, "wayType", "=", "autoroute")),
-        route(client, constraints=payload), route(client, resource=payload), route(client, crs=payload),
-        isochrone(client, costValue=payload), isochrone(client, point=payload), isochrone(client, direction=payload),
-        isochrone(client, costType=payload), isochrone(client, constraints=constraint("banned", "vitesse", payload, 3)),
+        route(client, constraints=payload),
+        route(client, resource=payload),
+        route(client, crs=payload),
+        isochrone(client, costValue=payload),
+        isochrone(client, point=payload),
+        isochrone(client, direction=payload),
+        isochrone(client, costType=payload),
+        isochrone(client, constraints=constraint("banned", "vitesse", payload, 3)),
         client.get(NEAREST, params={"resource": RESOURCE, "coordinates": payload}),
         client.get(NEAREST, params={"resource": RESOURCE, "coordinates": xy(START), "nbPoints": payload}),
     ]

@@ -33,8 +33,12 @@ def imported(pg_dsn: str) -> str:
 
 
 async def test_import_writes_road2_schema_with_indexes_and_statistics(imported: str) -> None:
-    columns = {r["column_name"] for r in await _fetch(imported, f"SELECT column_name FROM information_schema.columns "
-                                                                f"WHERE table_schema = '{SCHEMA}' AND table_name = 'ways'")}
+    columns = {
+        r["column_name"]
+        for r in await _fetch(
+            imported, f"SELECT column_name FROM information_schema.columns WHERE table_schema = '{SCHEMA}' AND table_name = 'ways'"
+        )
+    }
     for profile in ("car", "pedestrian"):
         assert {f"cost_s_{profile}", f"reverse_cost_s_{profile}", f"cost_m_{profile}", f"reverse_cost_m_{profile}"} <= columns
     assert {"id", "source", "target", "the_geom", "name", "importance", "tunnel", "highway"} <= columns
@@ -51,7 +55,9 @@ async def test_import_writes_road2_schema_with_indexes_and_statistics(imported: 
 
 
 async def test_import_costs_follow_one_ways_speeds_and_pedestrian_rules(imported: str) -> None:
-    rows = await _fetch(imported, f"""
+    rows = await _fetch(
+        imported,
+        f"""
         SELECT
           count(*) FILTER (WHERE highway = 'motorway' AND cost_s_pedestrian > 0) AS walk_on_motorway,
           count(*) FILTER (WHERE one_way = 1 AND car AND reverse_cost_s_car > 0) AS against_one_way,
@@ -60,7 +66,8 @@ async def test_import_costs_follow_one_ways_speeds_and_pedestrian_rules(imported
           count(*) FILTER (WHERE cost_m_car > 0 AND abs(cost_m_car - length_m) > 1e-6) AS car_m_not_length,
           count(*) FILTER (WHERE highway = 'footway' AND cost_s_car > 0) AS drive_on_footway,
           count(*) FILTER (WHERE car AND cost_s_car < 0 AND reverse_cost_s_car < 0) AS disabled_islands
-        FROM {SCHEMA}.ways""")
+        FROM {SCHEMA}.ways""",
+    )
     counts = dict(rows[0])
     assert counts["walk_on_motorway"] == 0 and counts["against_one_way"] == 0 and counts["drive_on_footway"] == 0
     assert counts["along_one_way"] > 100
@@ -69,10 +76,12 @@ async def test_import_costs_follow_one_ways_speeds_and_pedestrian_rules(imported
 
 
 def test_restriction_relations_are_read_from_osmium_opl() -> None:
-    opl = ("r1 v1 Ttype=restriction,restriction=no_left_turn Mw10@from,n20@via,w30@to\n"
-           "r2 v1 Ttype=restriction,restriction=only_straight_on Mw11@from,w31@to,n21@via\n"
-           "r3 v1 Ttype=restriction,restriction=no_u_turn Mw12@from,w13@via,w12@to\n"
-           "r4 v1 Ttype=restriction,restriction=give_way Mw1@from,n2@via,w3@to\n")
+    opl = (
+        "r1 v1 Ttype=restriction,restriction=no_left_turn Mw10@from,n20@via,w30@to\n"
+        "r2 v1 Ttype=restriction,restriction=only_straight_on Mw11@from,w31@to,n21@via\n"
+        "r3 v1 Ttype=restriction,restriction=no_u_turn Mw12@from,w13@via,w12@to\n"
+        "r4 v1 Ttype=restriction,restriction=give_way Mw1@from,n2@via,w3@to\n"
+    )
     assert read_restrictions(opl) == [("no_left_turn", 10, 20, 30), ("only_straight_on", 11, 21, 31)]
 
 

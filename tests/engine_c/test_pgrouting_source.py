@@ -70,30 +70,39 @@ async def _direct_route(dsn: str, points: Sequence[Coord], cost: str, rcost: str
         for x, y in points:
             row = await conn.fetchrow(
                 f"SELECT id, ST_LineLocatePoint(the_geom, ST_SetSRID(ST_MakePoint($1, $2), 4326)) AS f FROM monaco.ways "
-                f"WHERE {cost} > 0 OR {rcost} > 0 ORDER BY the_geom <-> ST_SetSRID(ST_MakePoint($1, $2), 4326) LIMIT 1", x, y)
+                f"WHERE {cost} > 0 OR {rcost} > 0 ORDER BY the_geom <-> ST_SetSRID(ST_MakePoint($1, $2), 4326) LIMIT 1",
+                x,
+                y,
+            )
             snapped.append((row["id"], min(max(row["f"], 1e-7), 1 - 1e-7)))
-        points_sql = " UNION ALL ".join(f"SELECT {i + 1} AS pid, {e}::bigint AS edge_id, {f!r}::float8 AS fraction"
-                                        for i, (e, f) in enumerate(snapped))
+        points_sql = " UNION ALL ".join(
+            f"SELECT {i + 1} AS pid, {e}::bigint AS edge_id, {f!r}::float8 AS fraction" for i, (e, f) in enumerate(snapped)
+        )
         via = ", ".join(f"-{i + 1}" for i in range(len(points)))
         rows = await conn.fetch(
             "SELECT edge, route_agg_cost FROM pgr_trspVia_withPoints($1, $2, $3, ARRAY[" + via + "]::bigint[], directed => true)",
             f"SELECT id, source, target, {cost} AS cost, {rcost} AS reverse_cost FROM monaco.ways",
             "SELECT ARRAY[id_from, id_to]::bigint[] AS path, 1e7::float8 AS cost FROM monaco.turn_restrictions",
-            points_sql)
+            points_sql,
+        )
     finally:
         await conn.close()
     return rows[-1]["route_agg_cost"], [r["edge"] for r in rows if r["edge"] > 0]
 
 
-@pytest.mark.parametrize(("profile", "optimization", "columns", "measure"), [
-    ("car", "fastest", ("cost_s_car", "reverse_cost_s_car"), "duration"),
-    ("car", "shortest", ("cost_m_car", "reverse_cost_m_car"), "distance"),
-    ("pedestrian", "fastest", ("cost_s_pedestrian", "reverse_cost_s_pedestrian"), "duration"),
-    ("pedestrian", "shortest", ("cost_m_pedestrian", "reverse_cost_m_pedestrian"), "distance"),
-])
+@pytest.mark.parametrize(
+    ("profile", "optimization", "columns", "measure"),
+    [
+        ("car", "fastest", ("cost_s_car", "reverse_cost_s_car"), "duration"),
+        ("car", "shortest", ("cost_m_car", "reverse_cost_m_car"), "distance"),
+        ("pedestrian", "fastest", ("cost_s_pedestrian", "reverse_cost_s_pedestrian"), "duration"),
+        ("pedestrian", "shortest", ("cost_m_pedestrian", "reverse_cost_m_pedestrian"), "distance"),
+    ],
+)
 @pytest.mark.parametrize("points", [(START, END), (START, VIA, END), (FAR_START, FAR_END)], ids=["short", "via", "long"])
-async def test_route_equals_direct_pgrouting_call(source: PgRoutingSource, pg_dsn: str, profile: str, optimization: str,
-                                                  columns: tuple[str, str], measure: str, points: tuple[Coord, ...]) -> None:
+async def test_route_equals_direct_pgrouting_call(
+    source: PgRoutingSource, pg_dsn: str, profile: str, optimization: str, columns: tuple[str, str], measure: str, points: tuple[Coord, ...]
+) -> None:
     expected, _ = await _direct_route(pg_dsn, points, *columns)
     result = await source.route(RouteRequest(points, Cost(profile, optimization)))
     assert getattr(result, measure) == pytest.approx(expected, rel=1e-3, abs=0.5)
@@ -119,8 +128,9 @@ async def test_route_geometry_follows_travel_order_and_is_cut_at_the_points(sour
 
 
 async def test_steps_merge_edges_of_one_way_and_carry_asked_attributes(source: PgRoutingSource) -> None:
-    result = await source.route(RouteRequest((FAR_START, FAR_END), Cost("car", "fastest"), steps=True,
-                                             ways_attributes=("highway", "tunnel")))
+    result = await source.route(
+        RouteRequest((FAR_START, FAR_END), Cost("car", "fastest"), steps=True, ways_attributes=("highway", "tunnel"))
+    )
     steps = result.portions[0].steps
     assert all(s.instruction == {} for s in steps)
     assert all(set(s.attributes) == {"name", "highway", "tunnel"} for s in steps)
@@ -204,8 +214,8 @@ async def test_turn_restrictions_are_honoured(source: PgRoutingSource, pg_dsn: s
             free = await conn.fetchval(
                 "SELECT max(agg_cost) FROM pgr_withPointsVia($1, $2, ARRAY[-1, -2]::bigint[], directed => true)",
                 "SELECT id, source, target, cost_m_car AS cost, reverse_cost_m_car AS reverse_cost FROM monaco.ways",
-                f"SELECT 1 AS pid, {row['id_from']}::bigint AS edge_id, 0.5::float8 AS fraction "
-                f"UNION ALL SELECT 2, {row['id_to']}, 0.5")
+                f"SELECT 1 AS pid, {row['id_from']}::bigint AS edge_id, 0.5::float8 AS fraction UNION ALL SELECT 2, {row['id_to']}, 0.5",
+            )
             try:
                 restricted = await source.route(RouteRequest(points, Cost("car", "shortest")))
             except NoPathFound:
@@ -249,8 +259,19 @@ def test_road2_db_config_and_password_from_the_environment(tmp_path: Path, monke
     from roadkit_pgrouting.options import read_database_file
 
     path = tmp_path / "db.json"
-    path.write_text(json.dumps({"host": "db", "database": "pgrouting", "user": "u", "port": "5433", "max": 3,
-                                "statement_timeout": 20000, "password_env": "RK_TEST_PG_PASSWORD"}))
+    path.write_text(
+        json.dumps(
+            {
+                "host": "db",
+                "database": "pgrouting",
+                "user": "u",
+                "port": "5433",
+                "max": 3,
+                "statement_timeout": 20000,
+                "password_env": "RK_TEST_PG_PASSWORD",
+            }
+        )
+    )
     with pytest.raises(ConfigurationError, match=r"db\.json: password_env: the environment variable 'RK_TEST_PG_PASSWORD' is not set"):
         read_database_file(path)
     monkeypatch.setenv("RK_TEST_PG_PASSWORD", "s3cret")
@@ -259,16 +280,38 @@ def test_road2_db_config_and_password_from_the_environment(tmp_path: Path, monke
 
 
 def test_road2_json_source_is_read(tmp_path: Path, pg_example: Path) -> None:
-    road2 = {"id": "bduni-pgr", "type": "pgr", "projection": "EPSG:4326", "bbox": "7.3,43.7,7.5,43.8",
-             "storage": {"base": {"dbConfig": str(pg_example / "pgrouting.database.toml"), "schema": "monaco",
-                                  "attributes": [{"key": "name", "column": "name", "default": "true"},
-                                                 {"key": "nature", "column": "highway", "default": "false"}]}},
-             "costs": [{"profile": "car", "optimization": "fastest", "costType": "time", "costColumn": "cost_s_car",
-                        "rcostColumn": "reverse_cost_s_car"}]}
+    road2 = {
+        "id": "bduni-pgr",
+        "type": "pgr",
+        "projection": "EPSG:4326",
+        "bbox": "7.3,43.7,7.5,43.8",
+        "storage": {
+            "base": {
+                "dbConfig": str(pg_example / "pgrouting.database.toml"),
+                "schema": "monaco",
+                "attributes": [
+                    {"key": "name", "column": "name", "default": "true"},
+                    {"key": "nature", "column": "highway", "default": "false"},
+                ],
+            }
+        },
+        "costs": [
+            {
+                "profile": "car",
+                "optimization": "fastest",
+                "costType": "time",
+                "costColumn": "cost_s_car",
+                "rcostColumn": "reverse_cost_s_car",
+            }
+        ],
+    }
     (tmp_path / "x.source").write_text(json.dumps(road2))
     source = PgRoutingSource.from_config(read_source(tmp_path / "x.source"))
     assert source.kind == "pgrouting"
-    assert [(a.key, a.column, a.default) for a in source.options.storage.attributes] == [("name", "name", True), ("nature", "highway", False)]
+    assert [(a.key, a.column, a.default) for a in source.options.storage.attributes] == [
+        ("name", "name", True),
+        ("nature", "highway", False),
+    ]
     assert source.resolve_cost(Cost("car", cost_type="time")).cost_column == "cost_s_car"
 
 

@@ -44,8 +44,10 @@ def test_shortest_car_distances_agree_with_osrm(both: tuple[TestClient, TestClie
     ratios.sort()
     median = statistics.median(ratios)
     within = sum(0.85 <= r <= 1.15 for r in ratios) / len(ratios)
-    print(f"\npgRouting/OSRM shortest car distance over {len(ratios)} random Monaco pairs: median {median:.3f}, "
-          f"min {ratios[0]:.3f}, max {ratios[-1]:.3f}, p10 {ratios[len(ratios) // 10]:.3f}, "
-          f"p90 {ratios[len(ratios) * 9 // 10]:.3f}, within ±15 %: {within:.0%}")
+    print(
+        f"\npgRouting/OSRM shortest car distance over {len(ratios)} random Monaco pairs: median {median:.3f}, "
+        f"min {ratios[0]:.3f}, max {ratios[-1]:.3f}, p10 {ratios[len(ratios) // 10]:.3f}, "
+        f"p90 {ratios[len(ratios) * 9 // 10]:.3f}, within ±15 %: {within:.0%}"
+    )
     assert 0.95 <= median <= 1.05
     assert within >= 0.8

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -92,7 +93,11 @@ class InProcessService:
         serving = self.service is not None
         if not await self._bring_up():
             if serving:
-                raise RoadkitError(f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {self.error}", code="reload_failed", status=503)
+                raise RoadkitError(
+                    f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {self.error}",
+                    code="reload_failed",
+                    status=503,
+                )
             raise RoadkitError(f"Service {self.id} could not start: {self.error}", code="start_failed", status=503)
 
     async def _bring_up(self) -> bool:
@@ -106,7 +111,13 @@ class InProcessService:
             await asyncio.wait_for(self.loading.start(), self.managed.startup_timeout)
             stale = self.sockets.update(config.listeners)
             app = create_app(self.loading, manage_lifecycle=False)
-            server = SocketServer(app, [(listener, self.sockets.sockets[listener.bind]) for listener in config.listeners], access_log=self.access_log, graceful_timeout=self.managed.stop_timeout)
+            server = SocketServer(
+                app,
+                [(listener, self.sockets.sockets[listener.bind]) for listener in config.listeners],
+                access_log=self.access_log,
+                graceful_timeout=self.managed.stop_timeout,
+                http_server=config.http.server,
+            )
             await server.start()
         except Exception as exc:
             self.error = exc.message if isinstance(exc, RoadkitError) else (str(exc) or type(exc).__name__)
@@ -213,7 +224,12 @@ def make_handle(managed: ManagedService, config: ServerConfig, plugins: Plugins,
     if managed.mode == "same-process":
         return InProcessService(managed, admin.cors, plugins, access_log=admin.logging.access_log)
     return ChildProcessService(
-        managed, admin.cors, plugins, access_log=admin.logging.access_log, log_level=log_level or admin.logging.level, log_file=admin.logging.file
+        managed,
+        admin.cors,
+        plugins,
+        access_log=admin.logging.access_log,
+        log_level=log_level or admin.logging.level,
+        log_file=admin.logging.file,
     )
 
 
@@ -257,8 +273,11 @@ class Administrator:
 
     async def start(self) -> None:
         """The admin listener first (ready before any service), then the services."""
+        # The services of the server file, taken before the admin API answers: one it creates
+        # meanwhile is started by its create request, never a second time here.
+        configured = list(self.handles.values())
         await self.start_admin_api()
-        await self.start_services()
+        await self.start_services(configured)
 
     async def start_admin_api(self) -> None:
         """Serve the admin API (it answers while the services load)."""
@@ -268,10 +287,11 @@ class Administrator:
         await self.server.start()
         log.info("admin API listening on %s", self.config.administrator.listener.bind)
 
-    async def start_services(self) -> None:
-        """Start every managed service side by side (each in its own processes or tasks)."""
-        # The admin API may add or delete services meanwhile: only those still managed start here.
-        await asyncio.gather(*(handle.start() for handle in list(self.handles.values()) if self.handles.get(handle.id) is handle))
+    async def start_services(self, handles: Sequence[ServiceHandle] | None = None) -> None:
+        """Start ``handles`` (default: every managed service) side by side (each in its own processes or tasks)."""
+        pending = list(self.handles.values()) if handles is None else list(handles)
+        # The admin API may delete services meanwhile: only those still managed start here.
+        await asyncio.gather(*(handle.start() for handle in pending if self.handles.get(handle.id) is handle))
 
     async def stop(self) -> None:
         """Stop the services, then the admin listener."""

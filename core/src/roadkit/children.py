@@ -116,8 +116,10 @@ class WorkerProcess:
         }
         try:
             self.process = await asyncio.create_subprocess_exec(
-                *self.owner.command, orjson.dumps(spec).decode(),
-                stdin=asyncio.subprocess.DEVNULL, pass_fds=[theirs.fileno(), *listeners.values()],
+                *self.owner.command,
+                orjson.dumps(spec).decode(),
+                stdin=asyncio.subprocess.DEVNULL,
+                pass_fds=[theirs.fileno(), *listeners.values()],
             )
         finally:
             theirs.close()
@@ -156,7 +158,13 @@ class WorkerProcess:
                 return
             if "error" in message:
                 error = message["error"] if isinstance(message["error"], dict) else {}
-                future.set_exception(RoadkitError(str(error.get("message", "the worker failed")), code=str(error.get("code", "internal")), status=int(error.get("status", 500))))
+                future.set_exception(
+                    RoadkitError(
+                        str(error.get("message", "the worker failed")),
+                        code=str(error.get("code", "internal")),
+                        status=int(error.get("status", 500)),
+                    )
+                )
             else:
                 future.set_result(message.get("result"))
         else:
@@ -170,7 +178,11 @@ class WorkerProcess:
             self.channel.close()
         if not self.ready.done():
             cause = self.failure or f"exited with {describe_exit(self.returncode)} before it was ready"
-            error: RoadkitError = StartFailed(f"{self.name}: {cause}") if self.failure and "garbage" not in self.failure else WorkerCrashed(f"{self.name} {cause}")
+            error: RoadkitError = (
+                StartFailed(f"{self.name}: {cause}")
+                if self.failure and "garbage" not in self.failure
+                else WorkerCrashed(f"{self.name} {cause}")
+            )
             self.ready.set_exception(error)
         self.owner.worker_exited(self)
 
@@ -209,7 +221,11 @@ class WorkerProcess:
             await self.exited.wait()
 
     def describe(self) -> dict[str, Any]:
-        state = "exited" if self.exited.is_set() else ("stopping" if self.stop_requested else ("ready" if self.ready.done() and self.ready.exception() is None else "starting"))
+        state = (
+            "exited"
+            if self.exited.is_set()
+            else ("stopping" if self.stop_requested else ("ready" if self.ready.done() and self.ready.exception() is None else "starting"))
+        )
         return {"worker": self.index, "pid": self.pid, "state": state}
 
 
@@ -304,7 +320,13 @@ class ChildProcessService:
             return False
         self.workers = new
         self.lifecycle, self.error = Lifecycle.READY, ""
-        log.info("service %s ready: %d worker(s) (pids %s) on %s", self.id, len(new), ", ".join(str(w.pid) for w in new), ", ".join(self.sockets.sockets))
+        log.info(
+            "service %s ready: %d worker(s) (pids %s) on %s",
+            self.id,
+            len(new),
+            ", ".join(str(w.pid) for w in new),
+            ", ".join(self.sockets.sockets),
+        )
         await asyncio.gather(*(worker.stop(self.managed.stop_timeout + 5) for worker in old))
         for sock in stale:
             sock.close()
@@ -332,7 +354,9 @@ class ChildProcessService:
             for worker in workers:
                 await worker.spawn(self.sockets.fds())
                 self.process_starts += 1
-            done, pending = await asyncio.wait([w.ready for w in workers], timeout=self.managed.startup_timeout, return_when=asyncio.FIRST_EXCEPTION)
+            done, pending = await asyncio.wait(
+                [w.ready for w in workers], timeout=self.managed.startup_timeout, return_when=asyncio.FIRST_EXCEPTION
+            )
             for future in done:
                 if future.exception() is not None:
                     raise future.exception()  # type: ignore[misc]
@@ -448,10 +472,18 @@ class ChildProcessService:
         sources: dict[str, dict[str, Any]] = {}
         for worker, answer in zip(workers, answers, strict=True):
             if isinstance(answer, BaseException) or not isinstance(answer, dict) or not isinstance(answer.get("sources"), list):
-                why = "no answer within 1 s" if isinstance(answer, TimeoutError) else (str(answer) if isinstance(answer, BaseException) else "an answer that is not a health report")
+                why = (
+                    "no answer within 1 s"
+                    if isinstance(answer, TimeoutError)
+                    else (str(answer) if isinstance(answer, BaseException) else "an answer that is not a health report")
+                )
                 return {**entry, "state": str(HealthState.UNKNOWN), "reason": f"worker {worker.index} (pid {worker.pid}): {why}"}
             if answer.get("state") not in ("green", "orange", "red", "init"):
-                return {**entry, "state": str(HealthState.UNKNOWN), "reason": f"worker {worker.index} (pid {worker.pid}): state {answer.get('state')!r}"}
+                return {
+                    **entry,
+                    "state": str(HealthState.UNKNOWN),
+                    "reason": f"worker {worker.index} (pid {worker.pid}): state {answer.get('state')!r}",
+                }
             for source in answer["sources"]:
                 if not isinstance(source, dict) or "id" not in source:
                     continue
@@ -481,7 +513,9 @@ class ChildProcessService:
             await self._forward(workers, op, item)
 
     async def _forward(self, workers: list[WorkerProcess], op: str, item: str) -> None:
-        answers = await asyncio.gather(*(w.request(op, {"id": item}, timeout=self.managed.startup_timeout) for w in workers), return_exceptions=True)
+        answers = await asyncio.gather(
+            *(w.request(op, {"id": item}, timeout=self.managed.startup_timeout) for w in workers), return_exceptions=True
+        )
         for answer in answers:
             if isinstance(answer, RoadkitError):
                 raise answer

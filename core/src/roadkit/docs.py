@@ -38,7 +38,9 @@ def docs_routes(title: str, document: Callable[[Request], dict[str, Any]], prefi
         base = base_url(request) + prefix
         page = _PAGE.format(title=html.escape(title), assets=f"{prefix}/openapi/assets", spec=f"{base}/openapi.json")
         # The page runs only its own scripts: a strict policy that still lets Swagger UI work.
-        return HTMLResponse(page, headers={"content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"})
+        return HTMLResponse(
+            page, headers={"content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"}
+        )
 
     async def viewer_js(request: Request) -> Response:
         return Response(_VIEWER_JS, media_type="text/javascript")

@@ -5,7 +5,9 @@ them while its workers come and go: every worker, in this process or in a child 
 on the same kernel socket (one accept queue), so a restart starts the new workers on the socket
 the old ones still serve, and a connection waiting in the queue is taken by whoever accepts next.
 
-:class:`SocketServer` serves an ASGI app on such sockets with hypercorn's HTTP machinery. Its stop
+:class:`SocketServer` serves an ASGI app on such sockets with hypercorn's HTTP machinery, or with
+uvicorn's (httptools) protocol, the service file's ``[http] server`` (bench/README.md: uvicorn is
+measurably faster, so it is the default). Its stop
 is a drain: stop accepting, answer for a moment with ``Connection: close`` (connections accepted
 just before send their request, keep-alive clients move to the new workers), then close idle
 connections and finish the requests in flight.
@@ -41,7 +43,9 @@ BACKLOG = 1024
 def bind_listener(listener: Listener) -> socket.socket:
     """A listening socket for ``listener``; an OSError naming the address when it is taken."""
     family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: accepted sockets inherit it, and asyncio sets TCP_NODELAY only on sockets whose proto
+    # says TCP; without it Nagle holds a response's second write for the client's delayed ACK (~40 ms per request).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((listener.host, listener.port))
@@ -115,7 +119,19 @@ class SocketServer:
     #: How long a stopping server answers with ``Connection: close`` before it closes idle connections.
     drain_grace = 0.5
 
-    def __init__(self, app: ASGIApp, bound: Sequence[tuple[Listener, socket.socket]], *, access_log: bool = False, graceful_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        bound: Sequence[tuple[Listener, socket.socket]],
+        *,
+        access_log: bool = False,
+        graceful_timeout: float = 10.0,
+        http_server: str = "hypercorn",
+    ) -> None:
+        if http_server not in ("hypercorn", "uvicorn"):
+            raise ValueError(f"unknown HTTP server {http_server!r}: expected hypercorn or uvicorn")
+        self.http_server = http_server
+        self.access_log = access_log
         self.listeners = [listener for listener, _ in bound]
         self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout)
         self.draining = Draining(app)
@@ -130,10 +146,19 @@ class SocketServer:
         self._state: dict[str, Any] = {}
         self._lifespan: Lifespan | None = None
         self._lifespan_task: asyncio.Task[None] | None = None
+        self._uvicorn: _Uvicorn | None = None
 
     async def start(self) -> None:
         """Run the app's start-up, then accept on every socket."""
         loop = asyncio.get_running_loop()
+        if self.http_server == "uvicorn":
+            self._uvicorn = _Uvicorn(self.draining, access_log=self.access_log, keep_alive=self.config.keep_alive_timeout)
+            await self._uvicorn.startup()
+            for listener, sock in self._bound:
+                self._servers.append(
+                    await loop.create_server(self._uvicorn.protocol, sock=sock, backlog=BACKLOG, ssl=self._ssl_context(listener))
+                )
+            return
         self._lifespan = Lifespan(self.app, self.config, loop, self._state)  # type: ignore[arg-type]
         self._lifespan_task = loop.create_task(self._lifespan.handle_lifespan())
         await self._lifespan.wait_for_startup()
@@ -148,7 +173,9 @@ class SocketServer:
         for listener, sock in self._bound:
             self._servers.append(
                 await asyncio.start_server(
-                    connection, sock=sock, backlog=BACKLOG,
+                    connection,
+                    sock=sock,
+                    backlog=BACKLOG,
                     ssl=self._ssl_context(listener),
                     ssl_handshake_timeout=self.config.ssl_handshake_timeout if listener.https else None,
                 )
@@ -171,6 +198,14 @@ class SocketServer:
         self.draining.draining = True
         if self._servers:
             await asyncio.sleep(self.drain_grace)
+        if self._uvicorn is not None:
+            await self._uvicorn.shutdown(self.config.graceful_timeout)
+            self._uvicorn = None
+            for server in self._servers:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(server.wait_closed(), 1.0)
+            self._servers.clear()
+            return
         await self._context.terminated.set()
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=self.config.graceful_timeout)
@@ -187,3 +222,64 @@ class SocketServer:
             with contextlib.suppress(BaseException):
                 await self._lifespan_task
             self._lifespan = None
+
+
+class _Uvicorn:
+    """uvicorn's HTTP protocol (httptools when installed) and lifespan for :class:`SocketServer`.
+
+    uvicorn's own ``Server`` binds, handles signals and exits the process on a failed start-up; the
+    worker or administrator does all that here, so only its protocol and lifespan are used.
+    """
+
+    def __init__(self, app: ASGIApp, *, access_log: bool, keep_alive: float) -> None:
+        import uvicorn
+        from uvicorn.server import ServerState
+
+        self.config = uvicorn.Config(
+            app,
+            http="auto",  # httptools when installed (a dependency of roadkit), else h11
+            lifespan="on",
+            log_config=None,  # roadkit configures logging
+            access_log=access_log,
+            proxy_headers=False,  # as hypercorn: the APIs read X-Forwarded-* themselves (roadkit.api.base_url)
+            server_header=False,
+            timeout_keep_alive=int(keep_alive),
+        )
+        self.config.load()
+        self.state = ServerState()
+        self.lifespan = self.config.lifespan_class(self.config)
+        self._clock: asyncio.Task[None] | None = None
+
+    def protocol(self) -> asyncio.Protocol:
+        protocol: asyncio.Protocol = self.config.http_protocol_class(  # type: ignore[call-arg]
+            config=self.config, server_state=self.state, app_state=self.lifespan.state
+        )
+        return protocol
+
+    async def startup(self) -> None:
+        await self.lifespan.startup()
+        if self.lifespan.should_exit:
+            raise RuntimeError("the app's start-up failed")
+        self._clock = asyncio.create_task(self._date_header())
+
+    async def _date_header(self) -> None:
+        # uvicorn's Server refreshes the Date header once a second: the same here.
+        from email.utils import formatdate
+
+        while True:
+            self.state.default_headers = [(b"date", formatdate(usegmt=True).encode())]
+            await asyncio.sleep(1.0)
+
+    async def shutdown(self, graceful_timeout: float) -> None:
+        """Close idle connections, let the others finish their response (at most ``graceful_timeout``)."""
+        for connection in list(self.state.connections):
+            connection.shutdown()
+        deadline = asyncio.get_running_loop().time() + graceful_timeout
+        while (self.state.connections or self.state.tasks) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        for task in list(self.state.tasks):
+            task.cancel()
+        if self._clock is not None:
+            self._clock.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.lifespan.shutdown(), 5.0)

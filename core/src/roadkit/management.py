@@ -50,8 +50,15 @@ def _without_nulls(value: Any) -> Any:
 
 def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
     if not isinstance(body, dict):
-        raise BadRequest(f"Invalid request body: expected a JSON object with id, mode, workers and configuration, got {type(body).__name__}", code="invalid_body")
-    problems = [f"{where}: {key}: unknown key (expected id, configuration, {', '.join(ENTRY_KEYS)})" for key in body if key not in ("id", "configuration", *ENTRY_KEYS)]
+        raise BadRequest(
+            f"Invalid request body: expected a JSON object with id, mode, workers and configuration, got {type(body).__name__}",
+            code="invalid_body",
+        )
+    problems = [
+        f"{where}: {key}: unknown key (expected id, configuration, {', '.join(ENTRY_KEYS)})"
+        for key in body
+        if key not in ("id", "configuration", *ENTRY_KEYS)
+    ]
     problems.extend(null_problems(body, where))
     configuration = body.get("configuration")
     if not isinstance(configuration, dict):
@@ -68,11 +75,13 @@ def _missing_on_server(problem: str, service_file: Path) -> bool:
     head = f"{service_file}: "
     if not problem.startswith(head) or (not problem.endswith("(not found)") and "expected a readable file" not in problem):
         return False
-    key = problem[len(head):].split(":", 1)[0]
+    key = problem[len(head) :].split(":", 1)[0]
     return key == "folders.projections" or key.endswith((".certfile", ".keyfile"))
 
 
-def _ports(listeners: tuple[Listener, ...], others: dict[str, tuple[Listener, ...]], admin: Listener, where: Path, problems: list[str]) -> None:
+def _ports(
+    listeners: tuple[Listener, ...], others: dict[str, tuple[Listener, ...]], admin: Listener, where: Path, problems: list[str]
+) -> None:
     for i, listener in enumerate(listeners):
         if listener.port == admin.port:
             problems.append(f"{where}: listeners[{i}].port: port {listener.port} is the administrator's")
@@ -158,7 +167,10 @@ class Management:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise WriteFailed(f"Can't create the folder {folder}: {exc.strerror or exc} (the service files are written; create it and restart the service)") from None
+                raise WriteFailed(
+                    f"Can't create the folder {folder}: {exc.strerror or exc} (the "
+                    "service files are written; create it and restart the service)"
+                ) from None
 
     async def create(self, body: Any) -> ServiceHandle:
         """``POST /services``: check, write the service file and the server file, start the service."""
@@ -174,7 +186,9 @@ class Management:
         if service_file.exists():
             raise Conflict(f"Service file {service_file} already exists (not used by any service): remove or rename it first")
         problems = [p.replace(where, str(service_file), 1) for p in problems]
-        entry = {"id": sid, "configuration": service_file.name} | {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
+        entry = {"id": sid, "configuration": service_file.name} | {
+            k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None
+        }
         editor = ServerFileEditor(self.config.path)
         editor.add_service(entry)
         plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
@@ -234,4 +248,3 @@ class Management:
         editor.save()
         del self.admin.handles[sid]
         self.admin.config = attrs.evolve(self.config, services=tuple(m for m in self.config.services if m.id != sid))
-

@@ -67,6 +67,10 @@ class RouteRequest:
     ways_attributes: tuple[str, ...] = ()
     constraints: tuple[Constraint, ...] = ()
     date_time: datetime | None = None
+    #: The API writes the route's geometry as a precision-5 polyline in the source's CRS and needs
+    #: no coordinates: a source may answer the encoded line in ``RouteResponse.extras["polyline"]``
+    #: (the engine's own encoding) and leave ``geometry`` empty.
+    polyline: bool = False
 
     @property
     def start(self) -> Coord:

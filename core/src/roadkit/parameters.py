@@ -413,8 +413,10 @@ def _build_constraints(
         key_type, key = entry.get("keyType"), entry.get("key")
         types = entry.get("availableConstraintType", ["banned"])
         if not isinstance(key_type, str) or key_type not in key_types:
-            problems.append(f"{at}.keyType: expected one of {', '.join(key_types) or '(none)'} (the key types the resource's "
-                            f"sources handle), got {key_type!r}")
+            problems.append(
+                f"{at}.keyType: expected one of {', '.join(key_types) or '(none)'} (the key types the resource's "
+                f"sources handle), got {key_type!r}"
+            )
             continue
         declared = key_types[key_type]
         if not isinstance(key, str) or not key:
@@ -433,8 +435,9 @@ def _build_constraints(
             problems.append(f"{at}.availableValues: expected a non-empty list of values")
         if declared.numeric and not isinstance(entry.get("field"), str):
             problems.append(f"{at}.field: expected the name of the field the number applies to, got {entry.get('field')!r}")
-        keys[key.lower()] = ConstraintKey(key_type, key.lower(), tuple(types), values, entry.get("field"),
-                                          declared.operators, declared.numeric)
+        keys[key.lower()] = ConstraintKey(
+            key_type, key.lower(), tuple(types), values, entry.get("field"), declared.operators, declared.numeric
+        )
     ratios = {}
     for key, default in (("defaultPreferredCostRatio", 0.8), ("defaultAvoidCostRatio", 1.2)):
         value = settings.get(key, default)

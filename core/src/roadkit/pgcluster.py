@@ -117,12 +117,29 @@ class PrivateCluster:
             return
         self.data.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0 and subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(self.data.parent)]).returncode:
-            raise ClusterError(f"the postgres user cannot reach {self.data.parent}: the server runs as that user when "
-                               "roadkit runs as root; put the cluster folder where every parent folder is world-searchable")
+            raise ClusterError(
+                f"the postgres user cannot reach {self.data.parent}: the server runs as that user when "
+                "roadkit runs as root; put the cluster folder where every parent folder is world-searchable"
+            )
         _give_to_server_user(self.data)
         os.chmod(self.data, 0o700)
-        _run(_as_server_user([str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                              "-E", "UTF8", "--locale=C", "--no-sync"]), f"initdb {self.data}")
+        _run(
+            _as_server_user(
+                [
+                    str(self.bindir / "initdb"),
+                    "-D",
+                    str(self.data),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ]
+            ),
+            f"initdb {self.data}",
+        )
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -150,8 +167,24 @@ class PrivateCluster:
                 with bound_socket("127.0.0.1", 0) as sock:
                     self.port = int(sock.getsockname()[1])
             options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off"
-            _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_file), "-w",
-                                  "-t", str(int(timeout)), "-o", options, "start"]), f"pg_ctl start {self.data}")
+            _run(
+                _as_server_user(
+                    [
+                        str(self.bindir / "pg_ctl"),
+                        "-D",
+                        str(self.data),
+                        "-l",
+                        str(self.log_file),
+                        "-w",
+                        "-t",
+                        str(int(timeout)),
+                        "-o",
+                        options,
+                        "start",
+                    ]
+                ),
+                f"pg_ctl start {self.data}",
+            )
             self.owned = True
             self._me.touch()
 
@@ -165,16 +198,17 @@ class PrivateCluster:
             if self._live_users():
                 return
             with contextlib.suppress(ClusterError):
-                _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
-                     f"pg_ctl stop {self.data}")
+                _run(
+                    _as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
+                    f"pg_ctl stop {self.data}",
+                )
 
     def is_running(self) -> bool:
         return _running_port(self.data) is not None
 
     def psql(self, sql: str, database: str = "postgres") -> str:
         """Run SQL with ``psql`` (stops at the first error); returns its output."""
-        return _run([str(self.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-d", self.dsn(database),
-                     "-c", sql], "psql")
+        return _run([str(self.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-d", self.dsn(database), "-c", sql], "psql")
 
     def create_database(self, name: str, extensions: Sequence[str] = ()) -> str:
         """Create database ``name`` when missing, with ``extensions``; returns its DSN."""

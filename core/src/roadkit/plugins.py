@@ -101,9 +101,7 @@ class Plugins:
                     if not (isinstance(cls, type) and issubclass(cls, Source)) or not getattr(cls, "kind", None):
                         raise PluginError(f"{origin} returned {cls!r}, which is not a Source subclass with a kind")
                     if cls.kind in kinds:
-                        raise PluginError(
-                            f"source kind {cls.kind!r} is provided twice: by {kinds[cls.kind][1]} and by {origin}"
-                        )
+                        raise PluginError(f"source kind {cls.kind!r} is provided twice: by {kinds[cls.kind][1]} and by {origin}")
                     kinds[cls.kind] = (cls, origin)
             self._source_kinds = {kind: cls for kind, (cls, _) in kinds.items()}
         return self._source_kinds

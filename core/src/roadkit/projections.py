@@ -110,9 +110,7 @@ class ProjectionRegistry:
             with self._lock:
                 transformer = self._transformers.get(key)
                 if transformer is None:
-                    transformer = Transformer.from_crs(
-                        self.get(source).crs, self.get(target).crs, always_xy=True
-                    )
+                    transformer = Transformer.from_crs(self.get(source).crs, self.get(target).crs, always_xy=True)
                     self._transformers[key] = transformer
         return transformer
 
@@ -132,4 +130,3 @@ class ProjectionRegistry:
         if x != x or y != y or abs(x) == float("inf") or abs(y) == float("inf"):
             raise ValueError(f"point {point[0]},{point[1]} can't be transformed from {source} to {target}")
         return (x, y)
-

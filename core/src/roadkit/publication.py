@@ -109,7 +109,10 @@ class ServiceFiles:
 
     def _with_id(self, kind: Kind, oid: str, body: Any, where: Path, problems: list[str]) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise BadRequest(f"Invalid request body: expected a JSON object with the keys of a .{kind} file, got {type(body).__name__}", code="invalid_body")
+            raise BadRequest(
+                f"Invalid request body: expected a JSON object with the keys of a .{kind} file, got {type(body).__name__}",
+                code="invalid_body",
+            )
         data = dict(body)
         inner = data.get(kind) if set(data) == {kind} and isinstance(data.get(kind), dict) else None
         target = dict(inner) if inner is not None else data  # Road2's {"source": {...}} / {"resource": {...}}
@@ -133,7 +136,9 @@ class ServiceFiles:
         kinds = self.plugins.source_kinds()
         cls = kinds.get(config.type)
         if cls is None:
-            problems.append(f"{path}: type: no installed plugin provides source kind {config.type!r} (installed: {', '.join(sorted(kinds)) or 'none'})")
+            problems.append(
+                f"{path}: type: no installed plugin provides source kind {config.type!r} (installed: {', '.join(sorted(kinds)) or 'none'})"
+            )
         # A well-formed document that does not fit the service as it is now (its projections, the
         # resources using this source) is a conflict (409), not an invalid document (400).
         conflicts: list[str] = []
@@ -187,7 +192,8 @@ class ServiceFiles:
         for i, sid in enumerate(config.sources):
             source = declared.get(sid)
             if source is None:
-                conflicts.append(f"{path}: sources[{i}]: unknown source {sid!r} (sources of the service: {', '.join(sorted(declared)) or 'none'}; publish it first)")
+                known = ", ".join(sorted(declared)) or "none"
+                conflicts.append(f"{path}: sources[{i}]: unknown source {sid!r} (sources of the service: {known}; publish it first)")
                 continue
             cls = kinds.get(source.type)
             # A remote kind (osrm-http...) serves the resources of its engine's type (osrm...).

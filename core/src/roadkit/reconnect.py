@@ -77,5 +77,9 @@ async def keep_connecting(
         state.reason = source.reason
         log.info(
             "source %s (%s): connection attempt %d failed (%s); next in %g s",
-            source.id, source.kind, state.attempts, state.reason, backoff.delay(state.attempts),
+            source.id,
+            source.kind,
+            state.attempts,
+            state.reason,
+            backoff.delay(state.attempts),
         )

@@ -76,9 +76,7 @@ class Resource:
 UNIT_PARAMETERS = {"timeUnit": "time", "distanceUnit": "distance"}
 
 
-def _derived_values(
-    name: str, op: str, sources: list[Source], projections: ProjectionRegistry, units: UnitRegistry
-) -> list[str] | None:
+def _derived_values(name: str, op: str, sources: list[Source], projections: ProjectionRegistry, units: UnitRegistry) -> list[str] | None:
     costs = [cost for source in sources for cost in source.costs()]
     if name == "profile":
         wanted = [c.profile for c in costs if (c.optimization if op == "route" else c.cost_type)]
@@ -129,8 +127,9 @@ def build_resource(
         return None, []
     supported = frozenset.intersection(*(type(s).operations for s in sources))
     # A key type is usable when every source of the resource declares it.
-    key_types = {name: kt for name, kt in type(sources[0]).constraint_key_types.items()
-                 if all(name in type(s).constraint_key_types for s in sources)}
+    key_types = {
+        name: kt for name, kt in type(sources[0]).constraint_key_types.items() if all(name in type(s).constraint_key_types for s in sources)
+    }
     operations: dict[str, ResourceOperation] = {}
     for op, settings in config.operations.items():
         where = f"{config.path}: operations.{op}"

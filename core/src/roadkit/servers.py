@@ -1,4 +1,8 @@
-"""The routing core's serving code: an app on its configured listeners with hypercorn.
+"""The routing core's serving code: an app on its configured listeners with hypercorn or uvicorn.
+
+``hypercorn`` is the design's server and stays supported; ``uvicorn`` (httptools parser) serves the
+same listeners, certificates, shared sockets and graceful stop, faster (bench/README.md has the
+figures). A service file picks one with ``[http] server = "..."``.
 
 The helpers the apps, tests and tools use (an app on a pre-bound socket, in a thread, waiting until
 it answers) are in :mod:`roadkit.serving_helpers`.
@@ -12,8 +16,9 @@ import logging
 import os
 import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import attrs
 from hypercorn.asyncio import serve
@@ -23,6 +28,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from roadkit.config.models import Listener
 
 log = logging.getLogger(__name__)
+
+HttpServer = Literal["hypercorn", "uvicorn"]
+#: The HTTP servers a service may run on (``[http] server`` of a service file).
+HTTP_SERVERS: tuple[HttpServer, ...] = ("hypercorn", "uvicorn")
 
 
 def hypercorn_config(
@@ -131,12 +140,18 @@ class Server:
         access_log: bool = False,
         startup_timeout: float = 120.0,
         sockets: dict[str, socket.socket] | None = None,
+        http_server: HttpServer = "hypercorn",
     ) -> None:
+        if http_server not in HTTP_SERVERS:
+            raise ValueError(f"unknown HTTP server {http_server!r}: expected one of {', '.join(HTTP_SERVERS)}")
+        self.http_server = http_server
+        self.access_log = access_log
         self.app = Draining(app)
         self.listeners = list(listeners)
         self.groups = listener_groups(self.listeners, access_log=access_log, startup_timeout=startup_timeout)
         self._shutdown = asyncio.Event()
         self.tasks: list[asyncio.Task[None]] = []
+        self._uvicorns: list[Any] = []
         #: The listening sockets by bind address, kept by roadkit (hypercorn serves on duplicates), so
         #: that a replacing server can accept on the very same sockets: no moment without a listener.
         self.sockets: dict[str, socket.socket] = dict(sockets or {})
@@ -144,6 +159,7 @@ class Server:
     def _bind(self) -> None:
         """Bind every listener now, so that a port in use is an immediate OSError naming it."""
         duplicates: list[int] = []
+        created: list[str] = []  # sockets bound by this call: closed again if a later listener fails
         binds: list[list[str]] = []
         for group in self.groups:
             binds.append([])
@@ -159,11 +175,15 @@ class Server:
                         sock.close()
                         for fd in duplicates:
                             os.close(fd)
+                        for address in created:
+                            self.sockets.pop(address).close()
                         raise OSError(exc.errno, f"cannot listen on {listener.bind}: {exc.strerror}") from None
                     self.sockets[listener.bind] = sock
-                # hypercorn closes its duplicate when it stops; this server closes the original in stop().
-                duplicates.append(os.dup(sock.fileno()))
-                binds[-1].append(f"fd://{duplicates[-1]}")
+                    created.append(listener.bind)
+                if self.http_server == "hypercorn":
+                    # hypercorn closes its duplicate when it stops; this server closes the original in stop().
+                    duplicates.append(os.dup(sock.fileno()))
+                    binds[-1].append(f"fd://{duplicates[-1]}")
         # Set only once every socket is bound: a failure above leaves the configurations untouched.
         for group, bind in zip(self.groups, binds, strict=True):
             group.config.bind = bind
@@ -182,10 +202,26 @@ class Server:
         # listener answers before the app has started.
         for index, group in enumerate(self.groups):
             app: ASGIApp = self.app if index == 0 else NoLifespan(self.app)
-            task = asyncio.create_task(serve(app, group.config, shutdown_trigger=self._shutdown.wait))  # type: ignore[arg-type]
+            task = asyncio.create_task(self._serve(app, group))
             self.tasks.append(task)
             for listener in group.listeners:
                 await self._wait_accepting(task, listener, deadline, timeout)
+
+    def _serve(self, app: ASGIApp, group: ListenerGroup) -> Coroutine[Any, Any, None]:
+        if self.http_server == "hypercorn":
+            return serve(app, group.config, shutdown_trigger=self._shutdown.wait)  # type: ignore[arg-type]
+        # uvicorn closes the sockets it serves when it stops: it gets duplicates, as hypercorn does.
+        # Non-blocking first: socket.dup() copies the original's time-out onto the file description
+        # the duplicates share, and a blocking one would make a server still serving it (the one
+        # being replaced) block in accept() when another server takes the connection.
+        sockets = []
+        for listener in group.listeners:
+            original = self.sockets[listener.bind]
+            original.setblocking(False)
+            sockets.append(original.dup())
+        server = uvicorn_server(app, group.config, access_log=self.access_log)
+        self._uvicorns.append(server)
+        return _run_uvicorn(server, sockets)
 
     async def _wait_accepting(self, task: asyncio.Task[None], listener: Listener, deadline: float, timeout: float) -> None:
         while True:
@@ -207,6 +243,9 @@ class Server:
     async def stop(self) -> None:
         """Stop accepting, finish the requests in flight, run the app's shutdown."""
         self._shutdown.set()
+        for server in self._uvicorns:
+            server.should_exit = True
+        self._uvicorns = []
         # The later groups first: the first one runs the app's shutdown, once nothing else serves it.
         for task in reversed(self.tasks):
             try:
@@ -217,6 +256,47 @@ class Server:
         for sock in self.sockets.values():
             sock.close()
         self.sockets = {}
+
+
+def uvicorn_server(app: ASGIApp, config: Config, *, access_log: bool = False) -> Any:
+    """A uvicorn server for one listener group, configured like :func:`hypercorn_config` configures hypercorn.
+
+    ``config`` is the group's hypercorn configuration (its certificate is the group's); the app's
+    lifespan is expected (the later groups get :class:`NoLifespan`, as with hypercorn).
+    """
+    import uvicorn
+
+    class Uvicorn(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # The administrator handles SIGINT/SIGTERM and stops its servers itself.
+            yield
+
+    settings = uvicorn.Config(
+        app,
+        http="auto",  # httptools when installed (it is a dependency), h11 otherwise
+        lifespan="on",
+        log_config=None,  # roadkit configures logging
+        access_log=access_log,
+        proxy_headers=False,  # as hypercorn: the APIs read X-Forwarded-* themselves (roadkit.api.base_url)
+        server_header=False,
+        timeout_keep_alive=int(config.keep_alive_timeout),
+        timeout_graceful_shutdown=int(config.graceful_timeout),
+        ssl_certfile=config.certfile,
+        ssl_keyfile=config.keyfile,
+    )
+    return Uvicorn(settings)
+
+
+async def _run_uvicorn(server: Any, sockets: list[socket.socket]) -> None:
+    try:
+        await server.serve(sockets=sockets)
+    except SystemExit:
+        # uvicorn exits the process when the app's start-up fails: here it only ends this server.
+        raise OSError("the app's start-up failed (uvicorn)") from None
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 async def _accepts(listener: Listener) -> bool:

@@ -93,11 +93,16 @@ class Service:
         if cls is None:
             log.warning(
                 "%s: type: no installed plugin provides source kind %r (installed: %s); source %r is unavailable",
-                config.path, config.type, ", ".join(sorted(kinds)) or "none", config.id,
+                config.path,
+                config.type,
+                ", ".join(sorted(kinds)) or "none",
+                config.id,
             )
             return None
         if config.projection not in self.projections:
-            raise ConfigurationError([f"{config.path}: projection: unknown projection {config.projection!r} (known: {', '.join(self.projections.ids())})"])
+            raise ConfigurationError(
+                [f"{config.path}: projection: unknown projection {config.projection!r} (known: {', '.join(self.projections.ids())})"]
+            )
         return cls.from_config(config, timeout=self.config.limits.engine_timeout)
 
     async def start(self) -> None:
@@ -126,7 +131,10 @@ class Service:
             raise
         log.info(
             "service %s ready: %d source(s) (%d green), %d resource(s)",
-            self.id, len(self.sources), sum(s.state is SourceState.GREEN for s in self.sources.values()), len(self.resources),
+            self.id,
+            len(self.sources),
+            sum(s.state is SourceState.GREEN for s in self.sources.values()),
+            len(self.resources),
         )
 
     async def _connect(self, source: Source) -> None:
@@ -157,7 +165,9 @@ class Service:
             previous.cancel()
         state = Reconnection(attempts=1, reason=source.reason)
         self._reconnections[source.id] = state
-        log.error("source %s (%s) failed to connect: %s; trying again in %g s", source.id, source.kind, source.reason, self.backoff.delay(1))
+        log.error(
+            "source %s (%s) failed to connect: %s; trying again in %g s", source.id, source.kind, source.reason, self.backoff.delay(1)
+        )
 
         def still_wanted(candidate: Source) -> bool:
             wanted = self.sources.get(candidate.id) is candidate and self.state in ("loading", "ready")

@@ -21,7 +21,7 @@ from typing import Any
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-__all__ = ["ACCESS_LOG_FORMAT", "ServerThread", "bound_socket", "serve_all", "socket_config", "wait_until_up"]
+__all__ = ["ACCESS_LOG_FORMAT", "ServerThread", "bound_socket", "reserve_port", "serve_all", "socket_config", "wait_until_up"]
 
 
 #: Access-log format without the query string: codes, states and tokens never reach the log.
@@ -34,6 +34,24 @@ def bound_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     return sock
+
+
+def reserve_port(host: str = "127.0.0.1") -> int:
+    """A port for a server that binds it itself later (a configuration file names it), kept from others.
+
+    Binding port 0 and closing gives a port anyone may be handed next (tests running in parallel
+    race for it). Here the port is bound (:func:`bound_socket`) and a connection to it is accepted
+    and closed by the listening side, which leaves the port in TIME_WAIT for a minute: the kernel
+    hands it to no other ``bind`` (port 0 or not), while a server setting SO_REUSEADDR (roadkit's,
+    hypercorn's, the engines') binds it at once.
+    """
+    with bound_socket(host, 0) as listener:
+        listener.listen(1)
+        port = int(listener.getsockname()[1])
+        with socket.create_connection((host, port), timeout=5):
+            accepted, _ = listener.accept()
+            accepted.close()  # the listening side closes first: TIME_WAIT is on the reserved port
+    return port
 
 
 def socket_config(sock: socket.socket, *, access_log: bool = False) -> Config:

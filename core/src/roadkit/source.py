@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -204,6 +205,22 @@ class Source:
             return await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
             raise EngineTimeout(f"The engine of source {self.id} did not answer within {self.timeout:g} s") from None
+
+    def run_inline(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a short blocking engine call on the event loop itself, with the time-out of :meth:`run_blocking`.
+
+        For engines that hold the GIL for the whole call (osrm-bindings): in a thread such a call
+        blocks the event loop just the same, and the hand-off to the thread and back costs more
+        than a Monaco route. The time-out keeps its meaning: an answer that took longer than the
+        source's time-out is discarded and the request gets the same EngineTimeout (a thread could
+        not have answered earlier either, the loop being blocked). Never use it for engines that
+        release the GIL (Valhalla): there a thread lets other requests run meanwhile.
+        """
+        started = time.perf_counter()
+        result = fn(*args)
+        if time.perf_counter() - started > self.timeout:
+            raise EngineTimeout(f"The engine of source {self.id} did not answer within {self.timeout:g} s")
+        return result
 
     async def route(self, request: RouteRequest) -> RouteResponse:
         """Compute a route."""

@@ -7,10 +7,10 @@ source's projection); pytest then runs every contract test against the plugin's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -44,11 +44,17 @@ def _route_cost(source: Source) -> Cost:
 class SourceContract:
     """The behaviour every source kind owes the core, run against a real engine.
 
-    ``contract_step_instructions``: False for kinds whose steps carry no instruction (the
-    specification says Engine C's are empty): their instructions must then be ``{}``.
+    ``contract_step_instructions``: None (the default) checks only that each step's instruction is
+    a dict, typed (``"type"``) when not empty, as the specification leaves instructions to the
+    engine; True for kinds that give every step a typed instruction; False for kinds whose steps
+    carry none (the specification says Engine C's are empty): they must then all be ``{}``.
+
+    ``contract_isochrone_values``: two increasing cost values per cost type for the isochrone
+    contract (seconds, meters), reachable from the first contract point.
     """
 
-    contract_step_instructions: bool = True
+    contract_step_instructions: bool | None = None
+    contract_isochrone_values: ClassVar[dict[str, tuple[float, float]]] = {"time": (60.0, 300.0), "distance": (300.0, 1500.0)}
 
     async def test_contract_source_is_green_once_connected(self, contract_source: Source) -> None:
         assert contract_source.state is SourceState.GREEN
@@ -72,10 +78,13 @@ class SourceContract:
         assert len(result.geometry) >= 2
         for portion in result.portions:
             assert portion.steps, "steps were asked for"
-            if self.contract_step_instructions:
-                assert all("type" in step.instruction for step in portion.steps)
-            else:
-                assert all(step.instruction == {} for step in portion.steps)
+            instructions = [step.instruction for step in portion.steps]
+            assert all(isinstance(i, dict) for i in instructions)
+            assert all(isinstance(i["type"], str) for i in instructions if i), "a non-empty instruction names its type"
+            if self.contract_step_instructions is True:
+                assert all(i.get("type") for i in instructions), "this kind types every step's instruction"
+            elif self.contract_step_instructions is False:
+                assert all(i == {} for i in instructions)
             assert all("name" in step.attributes for step in portion.steps)
         without = await contract_source.route(RouteRequest((start, end), _route_cost(contract_source), steps=False))
         assert all(p.steps == [] for p in without.portions)
@@ -89,10 +98,40 @@ class SourceContract:
         assert 1 <= len(result.points) <= 2
         assert all(p.distance >= 0 for p in result.points)
 
-    async def test_contract_unsupported_operations_raise_a_typed_error(self, contract_source: Source, contract_points: Sequence[Coord]) -> None:
+    async def test_contract_operations_are_known_and_the_others_raise_a_typed_error(
+        self, contract_source: Source, contract_points: Sequence[Coord]
+    ) -> None:
+        operations = type(contract_source).operations
+        assert operations and operations <= {"route", "isochrone", "nearest"}, operations
+        point = contract_points[0]
+        unsupported: dict[str, Callable[[], Awaitable[object]]] = {
+            "route": lambda: contract_source.route(RouteRequest((point, contract_points[-1]), Cost("car", "fastest"))),
+            "isochrone": lambda: contract_source.isochrone(IsochroneRequest(point, Cost("car", cost_type="time"), (60.0,))),
+            "nearest": lambda: contract_source.nearest(NearestRequest(point, 1)),
+        }
+        for name, call in unsupported.items():
+            if name not in operations:
+                with pytest.raises(UnsupportedOperation):
+                    await call()
+
+    async def test_contract_isochrone(self, contract_source: Source, contract_points: Sequence[Coord]) -> None:
         if "isochrone" not in contract_source.operations:
-            with pytest.raises(UnsupportedOperation):
-                await contract_source.isochrone(IsochroneRequest(contract_points[0], Cost("car", cost_type="time"), (60.0,)))
+            pytest.skip("this kind computes no isochrone (its UnsupportedOperation is checked above)")
+        from shapely.geometry import shape
+
+        costs = [c for c in contract_source.costs() if c.cost_type]
+        assert costs, "a kind that computes isochrones declares costs with a cost type"
+        point = contract_points[0]
+        for cost in costs:
+            small, large = self.contract_isochrone_values[str(cost.cost_type)]
+            result = await contract_source.isochrone(IsochroneRequest(point, cost, (small, large)))
+            assert len(result.geometries) == 2, "one geometry per cost value, in the request's order"
+            areas = []
+            for geometry in result.geometries:
+                assert geometry["type"] in ("Polygon", "MultiPolygon", "Point"), geometry["type"]
+                areas.append(shape(geometry).area)
+            assert areas[1] > 0, f"{cost}: nothing reachable within {large:g}"
+            assert areas[1] >= areas[0] * 0.99, f"{cost}: the larger value reaches less ({areas})"
 
     async def test_contract_disconnect_leaves_init(self, contract_source: Source) -> None:
         await contract_source.disconnect()

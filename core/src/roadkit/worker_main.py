@@ -86,14 +86,22 @@ class Worker:
         fds: dict[str, int] = self.spec["listeners"]
         missing = [listener.bind for listener in config.listeners if listener.bind not in fds]
         if missing:
-            raise RoadkitError(f"listener(s) {', '.join(missing)} not bound by the administrator (the service file changed during the start?)")
+            raise RoadkitError(
+                f"listener(s) {', '.join(missing)} not bound by the administrator (the service file changed during the start?)"
+            )
         self.service = Service(config, Plugins.create(), id=self.spec["service"])
         await self.service.start()
         if self.stopping.is_set():
             return
         app = create_app(self.service, manage_lifecycle=False)
         bound = [(listener, socket.socket(fileno=fds[listener.bind])) for listener in config.listeners]
-        self.server = SocketServer(app, bound, access_log=bool(self.spec.get("access_log")), graceful_timeout=float(self.spec.get("graceful_timeout", 10.0)))
+        self.server = SocketServer(
+            app,
+            bound,
+            access_log=bool(self.spec.get("access_log")),
+            graceful_timeout=float(self.spec.get("graceful_timeout", 10.0)),
+            http_server=config.http.server,
+        )
         for _, sock in bound:
             sock.detach()  # the server dup'ed them; these descriptors stay open for the process's life
         await self.server.start()
@@ -154,7 +162,9 @@ class Worker:
         if op in SERVICE_CALLS:
             method = getattr(self.service, op, None)
             if method is None:
-                raise RoadkitError(f"this roadkit cannot {op.replace('_', ' ')} in a running service yet", code="not_implemented", status=501)
+                raise RoadkitError(
+                    f"this roadkit cannot {op.replace('_', ' ')} in a running service yet", code="not_implemented", status=501
+                )
             result = method(str(args.get("id")))
             if inspect.isawaitable(result):
                 result = await result

@@ -41,8 +41,14 @@ class Principal:
 
     def profile(self) -> dict[str, str]:
         """The ``GET /me`` body."""
-        return {"id": self.subject, "username": self.username, "email": self.email,
-                "firstName": self.first_name, "lastName": self.last_name, "name": self.name}
+        return {
+            "id": self.subject,
+            "username": self.username,
+            "email": self.email,
+            "firstName": self.first_name,
+            "lastName": self.last_name,
+            "name": self.name,
+        }
 
 
 def _challenge(realm: str, error: str | None = None, description: str | None = None) -> dict[str, str]:

@@ -84,8 +84,7 @@ def create_backend_app(
             expose_headers=["Content-Range", "WWW-Authenticate"],
             max_age=600,
         ),
-        Middleware(SecurityHeaders, headers=API_SECURITY_HEADERS,
-                   hsts=config.backend.public_url.startswith("https://")),
+        Middleware(SecurityHeaders, headers=API_SECURITY_HEADERS, hsts=config.backend.public_url.startswith("https://")),
         Middleware(BodyLimit, max_bytes=config.backend.max_body_bytes),
     ]
     app = Starlette(

@@ -37,8 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"roadkit-client: {exc}", file=sys.stderr)
         return 2
     sockets = []
-    for what, host, port in (("backend", config.backend.host, config.backend.port),
-                             ("app", config.app.host, config.app.port)):
+    for what, host, port in (("backend", config.backend.host, config.backend.port), ("app", config.app.host, config.app.port)):
         try:
             sockets.append(bound_socket(host, port))
         except OSError as exc:
@@ -48,8 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         (create_backend_app(config), hypercorn_config(sockets[0], access_log=True)),
         (create_static_app(config), hypercorn_config(sockets[1], access_log=True)),
     ]
-    log.info("backend API on %s, browser app on %s (IAM %s, mode %s)",
-             config.backend.public_url, config.app.public_url, config.iam.issuer, config.mode)
+    log.info(
+        "backend API on %s, browser app on %s (IAM %s, mode %s)",
+        config.backend.public_url,
+        config.app.public_url,
+        config.iam.issuer,
+        config.mode,
+    )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_all(apps))
     return 0

@@ -139,8 +139,11 @@ class ClientConfig:
 def _check(config: ClientConfig) -> None:
     if config.mode not in ("local", "remote"):
         raise ConfigError(f"mode: expected 'local' or 'remote', got {config.mode!r}")
-    for key, url in (("iam.url", config.iam.url), ("backend.public_url", config.backend.public_url),
-                     ("app.public_url", config.app.public_url)):
+    for key, url in (
+        ("iam.url", config.iam.url),
+        ("backend.public_url", config.backend.public_url),
+        ("app.public_url", config.app.public_url),
+    ):
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"{key}: expected an http(s) URL, got {url!r}")
     if config.backend.max_body_bytes <= 0:

@@ -27,10 +27,16 @@ class BodyLimit:
         self.max_bytes = max_bytes
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"error": {"errorType": "payload_too_large",
-                                     "message": f"request body larger than {self.max_bytes} bytes"}}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        body = json.dumps(
+            {"error": {"errorType": "payload_too_large", "message": f"request body larger than {self.max_bytes} bytes"}}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -50,5 +56,3 @@ def origin_of(url: str) -> str:
     """``scheme://host[:port]`` of an absolute URL."""
     scheme, _, rest = url.partition("://")
     return f"{scheme}://{rest.split('/', 1)[0]}" if rest else url
-
-

@@ -69,19 +69,31 @@ async def login(request: Request) -> Response:
     handle = secrets.token_urlsafe(32)
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
-    pending = LoginRequest(id_hash=hash_cookie(handle), state=secrets.token_urlsafe(24), code_verifier=verifier,
-                           nonce=secrets.token_urlsafe(24), app=name, created_at=request.app.state.now())
+    pending = LoginRequest(
+        id_hash=hash_cookie(handle),
+        state=secrets.token_urlsafe(24),
+        code_verifier=verifier,
+        nonce=secrets.token_urlsafe(24),
+        app=name,
+        created_at=request.app.state.now(),
+    )
     await request.app.state.storage.save_login_request(
-        pending, expired_before=pending.created_at - config.portal.login_timeout,
-        max_pending=config.portal.max_pending_logins)
+        pending, expired_before=pending.created_at - config.portal.login_timeout, max_pending=config.portal.max_pending_logins
+    )
     query = {
-        "client_id": config.portal.client_id, "response_type": "code", "redirect_uri": callback_url(config),
-        "scope": config.portal.scope, "state": pending.state, "nonce": pending.nonce,
-        "code_challenge": challenge, "code_challenge_method": "S256",
+        "client_id": config.portal.client_id,
+        "response_type": "code",
+        "redirect_uri": callback_url(config),
+        "scope": config.portal.scope,
+        "state": pending.state,
+        "nonce": pending.nonce,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
     }
     response = _redirect(f"{authorize}?{urlencode(query)}")
-    response.set_cookie(LOGIN_COOKIE, handle, max_age=config.portal.login_timeout, path="/login",
-                        httponly=True, samesite="lax", secure=_secure(config))
+    response.set_cookie(
+        LOGIN_COOKIE, handle, max_age=config.portal.login_timeout, path="/login", httponly=True, samesite="lax", secure=_secure(config)
+    )
     return response
 
 
@@ -142,8 +154,9 @@ async def login_callback(request: Request) -> Response:
         previous = request.cookies.get(SESSION_COOKIE)
         if previous:
             await request.app.state.sessions.end(previous)
-        response.set_cookie(SESSION_COOKIE, cookie, max_age=config.portal.session_lifetime, path="/",
-                            httponly=True, samesite="lax", secure=_secure(config))
+        response.set_cookie(
+            SESSION_COOKIE, cookie, max_age=config.portal.session_lifetime, path="/", httponly=True, samesite="lax", secure=_secure(config)
+        )
     return response
 
 

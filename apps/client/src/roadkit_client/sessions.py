@@ -83,8 +83,9 @@ class PortalClient:
 
     async def exchange_code(self, code: str, redirect_uri: str, code_verifier: str) -> dict[str, Any]:
         """Authorization code grant with PKCE."""
-        return await self.token({"grant_type": "authorization_code", "code": code,
-                                 "redirect_uri": redirect_uri, "code_verifier": code_verifier})
+        return await self.token(
+            {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "code_verifier": code_verifier}
+        )
 
     async def refresh(self, refresh_token: str) -> dict[str, Any]:
         """Refresh token grant (the IAM may rotate the refresh token)."""
@@ -106,8 +107,7 @@ class PortalClient:
 class PortalSessions:
     """Create, read (refreshing when needed) and end portal sessions."""
 
-    def __init__(self, config: ClientConfig, storage: Storage, client: PortalClient,
-                 now: Callable[[], float] = time.time) -> None:
+    def __init__(self, config: ClientConfig, storage: Storage, client: PortalClient, now: Callable[[], float] = time.time) -> None:
         self.config = config
         self.storage = storage
         self.client = client

@@ -58,18 +58,20 @@ def content_security_policy(config: ClientConfig, folder: Path) -> str:
                 hashes.add(f"'sha256-{digest}'")
     iam, backend = origin_of(config.iam.url), origin_of(config.backend.public_url)
     routing = origin_of(config.app.routing_url)
-    return "; ".join([
-        "default-src 'self'",
-        " ".join(["script-src 'self'", *sorted(hashes)]),
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data: blob: https:",
-        f"connect-src 'self' {iam} {backend} {routing}",
-        f"frame-src 'self' {iam}",
-        "frame-ancestors 'self'",
-        f"form-action 'self' {iam} {backend}",
-        "base-uri 'self'",
-        "object-src 'none'",
-    ])
+    return "; ".join(
+        [
+            "default-src 'self'",
+            " ".join(["script-src 'self'", *sorted(hashes)]),
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data: blob: https:",
+            f"connect-src 'self' {iam} {backend} {routing}",
+            f"frame-src 'self' {iam}",
+            "frame-ancestors 'self'",
+            f"form-action 'self' {iam} {backend}",
+            "base-uri 'self'",
+            "object-src 'none'",
+        ]
+    )
 
 
 HOOKED_PAGES = ("index.html", "login.html")
@@ -97,8 +99,7 @@ def create_static_app(config: ClientConfig, *, directory: Path | None = None) ->
             if not config.allow_mode_override:
                 mode = None
             elif mode not in ("local", "remote"):
-                return JSONResponse({"error": {"errorType": "invalid_request",
-                                               "message": "mode: expected 'local' or 'remote'"}}, 400)
+                return JSONResponse({"error": {"errorType": "invalid_request", "message": "mode: expected 'local' or 'remote'"}}, 400)
         return JSONResponse(public_settings(config, mode), headers={"Cache-Control": "no-store"})
 
     routes: list[BaseRoute] = [

@@ -51,8 +51,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def client_test_config(iam_url: str, backend_url: str, app_url: str, database: str,
-                       config_overrides: Mapping[str, Any] | None = None) -> ClientConfig:
+def client_test_config(
+    iam_url: str, backend_url: str, app_url: str, database: str, config_overrides: Mapping[str, Any] | None = None
+) -> ClientConfig:
     """The example configuration pointed at these URLs, with ``allow_mode_override = true``."""
     import tomllib
     from importlib import resources
@@ -60,22 +61,29 @@ def client_test_config(iam_url: str, backend_url: str, app_url: str, database: s
     data = tomllib.loads(resources.files("roadkit_client").joinpath("example.toml").read_text(encoding="utf-8"))
     host_b, port_b = backend_url.split("://", 1)[1].rsplit(":", 1)
     host_a, port_a = app_url.split("://", 1)[1].rsplit(":", 1)
-    data = deep_merge(data, {
-        "allow_mode_override": True,
-        "iam": {"url": iam_url, "jwks_min_refresh_interval": 0.0},
-        "backend": {"host": host_b, "port": int(port_b), "public_url": backend_url, "cors_origins": [app_url],
-                    "database": database},
-        "portal": {"apps": {"roadkit": {"login": f"{app_url}/login", "logout": f"{app_url}/"}}},
-        "app": {"host": host_a, "port": int(port_a), "public_url": app_url, "test_hooks": True},
-    })
+    data = deep_merge(
+        data,
+        {
+            "allow_mode_override": True,
+            "iam": {"url": iam_url, "jwks_min_refresh_interval": 0.0},
+            "backend": {"host": host_b, "port": int(port_b), "public_url": backend_url, "cors_origins": [app_url], "database": database},
+            "portal": {"apps": {"roadkit": {"login": f"{app_url}/login", "logout": f"{app_url}/"}}},
+            "app": {"host": host_a, "port": int(port_a), "public_url": app_url, "test_hooks": True},
+        },
+    )
     if config_overrides:
         data = deep_merge(data, config_overrides)
     return config_from_mapping(data, source="run_client")
 
 
 @contextmanager
-def _serve_client(iam_url: str, backend_sock: socket.socket, app_sock: socket.socket,
-                  config_overrides: Mapping[str, Any] | None, now: Callable[[], float] | None) -> Iterator[ClientConfig]:
+def _serve_client(
+    iam_url: str,
+    backend_sock: socket.socket,
+    app_sock: socket.socket,
+    config_overrides: Mapping[str, Any] | None,
+    now: Callable[[], float] | None,
+) -> Iterator[ClientConfig]:
     backend_url = "http://{}:{}".format(*backend_sock.getsockname()[:2])
     app_url = "http://{}:{}".format(*app_sock.getsockname()[:2])
     with tempfile.TemporaryDirectory(prefix="roadkit-client-") as tmp:

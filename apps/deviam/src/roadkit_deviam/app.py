@@ -43,8 +43,18 @@ def discovery_document(iam: Iam) -> dict[str, Any]:
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "claims_supported": [
-            "aud", "sub", "iss", "auth_time", "name", "given_name", "family_name", "preferred_username",
-            "email", "acr", "sid", "email_verified",
+            "aud",
+            "sub",
+            "iss",
+            "auth_time",
+            "name",
+            "given_name",
+            "family_name",
+            "preferred_username",
+            "email",
+            "acr",
+            "sid",
+            "email_verified",
         ],
         "claim_types_supported": ["normal"],
         "claims_parameter_supported": True,
@@ -77,12 +87,14 @@ async def certs(request: Request) -> Response:
 async def realm_info(request: Request) -> Response:
     """``GET /realms/{realm}``: Keycloak's public realm description."""
     iam: Iam = request.app.state.iam
-    return JSONResponse({
-        "realm": iam.config.realm,
-        "token-service": f"{iam.config.issuer}/protocol/openid-connect",
-        "account-service": f"{iam.config.issuer}/account",
-        "tokens-not-before": 0,
-    })
+    return JSONResponse(
+        {
+            "realm": iam.config.realm,
+            "token-service": f"{iam.config.issuer}/protocol/openid-connect",
+            "account-service": f"{iam.config.issuer}/account",
+            "tokens-not-before": 0,
+        }
+    )
 
 
 _STEP1 = """<!doctype html><html><body><script>

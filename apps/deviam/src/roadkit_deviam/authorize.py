@@ -23,8 +23,17 @@ from .state import UserSession
 from .tokens import unknown_scopes
 
 _KEPT_PARAMS = (
-    "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce",
-    "code_challenge", "code_challenge_method", "prompt", "login_hint",
+    "client_id",
+    "redirect_uri",
+    "response_type",
+    "response_mode",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "prompt",
+    "login_hint",
 )
 _RESPONSE_MODES = ("query", "fragment", "form_post")
 
@@ -44,9 +53,7 @@ def _respond(redirect_uri: str, mode: str, params: dict[str, str]) -> Response:
     """Send authorization response parameters back by query, fragment or auto-posted form."""
     values = {k: v for k, v in params.items() if v is not None}
     if mode == "form_post":
-        inputs = "".join(
-            f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in values.items()
-        )
+        inputs = "".join(f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in values.items())
         body = (
             f'<form method="post" action="{html.escape(redirect_uri)}">{inputs}<noscript><button>Continue</button></noscript>'
             "</form><script>document.forms[0].submit()</script>"
@@ -84,8 +91,14 @@ def set_session_cookies(iam: Iam, response: Response, session: UserSession) -> N
     """Set KEYCLOAK_IDENTITY (HttpOnly, signed) and KEYCLOAK_SESSION for a new SSO session."""
     lifetime = iam.config.lifetimes.sso_session_max
     identity = iam.keys.sign(
-        {"typ": "Serialized-ID", "iss": iam.config.issuer, "sub": session.user_id, "sid": session.id,
-         "iat": iam.clock.now_int(), "exp": int(session.started) + lifetime}
+        {
+            "typ": "Serialized-ID",
+            "iss": iam.config.issuer,
+            "sub": session.user_id,
+            "sid": session.id,
+            "iat": iam.clock.now_int(),
+            "exp": int(session.started) + lifetime,
+        }
     )
     samesite = "none" if iam.secure_cookies else "lax"
     common = {"path": iam.cookie_path, "secure": iam.secure_cookies, "samesite": samesite}
@@ -154,7 +167,9 @@ async def authorization_endpoint(request: Request) -> Response:
         return _error_redirect(iam, params, "invalid_request", "Missing parameter: response_type")
     if response_type != "code":
         return _error_redirect(
-            iam, params, "unauthorized_client",
+            iam,
+            params,
+            "unauthorized_client",
             "Client is not allowed to initiate browser login with given response_type. Implicit flow is disabled for the client.",
         )
     if unknown_scopes(params.get("scope", "")):
@@ -175,7 +190,11 @@ async def authorization_endpoint(request: Request) -> Response:
     tx = iam.state.create_transaction(browser_id, params)
     response = login_form(iam, tx.tab_id, client_id, params.get("login_hint", ""))
     response.set_cookie(
-        AUTH_SESSION_COOKIE, browser_id, path=iam.cookie_path, httponly=True, secure=iam.secure_cookies,
+        AUTH_SESSION_COOKIE,
+        browser_id,
+        path=iam.cookie_path,
+        httponly=True,
+        secure=iam.secure_cookies,
         samesite="none" if iam.secure_cookies else "lax",
     )
     return response

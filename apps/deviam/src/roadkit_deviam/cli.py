@@ -53,8 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"roadkit-deviam: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 2
     log.warning("development IAM -- for development and tests only; production uses Keycloak")
-    log.info("issuer %s (listening on %s:%s, testing controls %s)", config.issuer, args.host, args.port,
-             "ON" if config.testing else "off")
+    log.info("issuer %s (listening on %s:%s, testing controls %s)", config.issuer, args.host, args.port, "ON" if config.testing else "off")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_all([(create_app(config), hypercorn_config(sock, access_log=True))]))
     return 0

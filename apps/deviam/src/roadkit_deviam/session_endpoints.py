@@ -81,8 +81,13 @@ async def logout_endpoint(request: Request) -> Response:
         return _finish_logout(iam, request, sessions, str(redirect) if redirect else None, str(state) if state else None)
     # No ID token hint: Keycloak asks the user to confirm.
     session_code = iam.keys.sign(
-        {"typ": _CONFIRM_TYP, "sid": next(iter(sessions)), "redirect": redirect, "state": state,
-         "exp": iam.clock.now_int() + iam.config.lifetimes.login_timeout}
+        {
+            "typ": _CONFIRM_TYP,
+            "sid": next(iter(sessions)),
+            "redirect": redirect,
+            "state": state,
+            "exp": iam.clock.now_int() + iam.config.lifetimes.login_timeout,
+        }
     )
     action = f"{iam.endpoint('logout')}/logout-confirm"
     body = (
@@ -166,11 +171,20 @@ async def introspection_endpoint(request: Request) -> Response:
     claims = validate_access_token(iam, token)
     if claims is None:
         refresh = iam.keys.verify(token)
-        if refresh and refresh.get("typ") == "Refresh" and int(refresh.get("exp", 0)) >= iam.clock.now_int() \
-                and iam.state.active_session(refresh.get("sid")) is not None:
+        if (
+            refresh
+            and refresh.get("typ") == "Refresh"
+            and int(refresh.get("exp", 0)) >= iam.clock.now_int()
+            and iam.state.active_session(refresh.get("sid")) is not None
+        ):
             claims = refresh
     if claims is None:
         return JSONResponse({"active": False}, headers=NO_STORE)
-    body = {**claims, "client_id": claims.get("azp"), "username": claims.get("preferred_username"),
-            "token_type": claims.get("typ"), "active": True}
+    body = {
+        **claims,
+        "client_id": claims.get("azp"),
+        "username": claims.get("preferred_username"),
+        "token_type": claims.get("typ"),
+        "active": True,
+    }
     return JSONResponse(body, headers=NO_STORE)

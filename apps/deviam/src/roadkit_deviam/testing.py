@@ -93,9 +93,7 @@ def run_iam(
 
 
 def _post_json(url: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(dict(body)).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
+    request = urllib.request.Request(url, data=json.dumps(dict(body)).encode(), headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
         return dict(json.loads(response.read()))
 

@@ -145,4 +145,3 @@ class TokenIssuer:
             body["id_token"] = self.id_token(user, client, session, access, nonce)
         body.update({"not-before-policy": 0, "session_state": session.id, "scope": scope})
         return body
-

@@ -2,8 +2,9 @@
 
 Writes (POST, PUT, PATCH, DELETE, and Road2's ``GET .../restart``) always need a right: a loopback
 client when ``[administrator.auth]`` is absent, a valid token carrying the configured role when it
-is present. Reads need a token only with ``protect_reads``; the OpenAPI document and its viewer stay
-open. A missing, wrong, expired or tampered token is a 401 with ``WWW-Authenticate``; a valid token
+is present. Source documents (``GET .../sources[/{id}]``) can hold credentials: reading them needs
+the same right. Other reads need a token only with ``protect_reads``; the OpenAPI document and its
+viewer stay open. A missing, wrong, expired or tampered token is a 401 with ``WWW-Authenticate``; a valid token
 without the role a 403.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,17 +34,34 @@ REALM = "roadkit-admin"
 TOKEN_REQUIRED = "A bearer token is required"
 
 
+#: Reads that need the same right as a write: source documents can hold credentials (a pgRouting
+#: source's password or DSN), which no one who may not change the source should read either.
+_SENSITIVE_READ = re.compile(r"/services/[^/]+/sources(/|$)")
+
+
 def is_write(method: str, path: str) -> bool:
     """Whether a request changes something (Road2's restart is a GET)."""
     return method.upper() in WRITE_METHODS or path.rstrip("/").endswith("/restart")
+
+
+def needs_write_right(method: str, path: str) -> bool:
+    """Whether a request needs the right of a write: a write, or the read of source documents."""
+    return is_write(method, path) or _SENSITIVE_READ.search(path) is not None
 
 
 #: Headers with which a proxy says whom it forwards (RFC 7239 and the de-facto ones). A request
 #: carrying any of them came through a proxy: its peer address (the proxy's) says nothing about
 #: the client, and the header itself is whatever the client or the proxy chose to write.
 FORWARDING_HEADERS = (
-    "forwarded", "x-forwarded-for", "x-real-ip", "via", "x-client-ip", "true-client-ip", "cf-connecting-ip",
-    "x-cluster-client-ip", "fastly-client-ip",
+    "forwarded",
+    "x-forwarded-for",
+    "x-real-ip",
+    "via",
+    "x-client-ip",
+    "true-client-ip",
+    "cf-connecting-ip",
+    "x-cluster-client-ip",
+    "fastly-client-ip",
 )
 
 
@@ -107,12 +126,12 @@ class Authenticator:
 
     async def check(self, request: Request) -> str | None:
         """The caller's name when the request may go on; raises Unauthorized or Forbidden otherwise."""
-        write = is_write(request.method, request.url.path)
+        write = needs_write_right(request.method, request.url.path)
         if not self.configured:
             if write and not is_local_request(request.client.host if request.client else None, request.headers):
                 raise Forbidden(
-                    "Write operations are accepted only from this machine (loopback, not through a proxy) when the admin API"
-                    " has no authentication configured"
+                    "Write operations (and source documents, which can hold credentials) are accepted only from this machine"
+                    " (loopback, not through a proxy) when the admin API has no authentication configured"
                 )
             return None
         assert self.auth is not None

@@ -59,7 +59,9 @@ def read_tokens(path: Path) -> list[StoredToken]:
             continue
         match = _LINE.match(line)
         if match is None:
-            problems.append(f"{path}: line {number}: expected 'NAME sha256$SALT$DIGEST' (made by 'roadkit admin-token'), got something else")
+            problems.append(
+                f"{path}: line {number}: expected 'NAME sha256$SALT$DIGEST' (made by 'roadkit admin-token'), got something else"
+            )
             continue
         tokens.append(StoredToken(match["name"], match["salt"], match["digest"]))
     if problems:

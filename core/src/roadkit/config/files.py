@@ -24,9 +24,7 @@ def read_document(path: Path) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigurationError(
-                [f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
-            ) from None
+            raise ConfigurationError([f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
     else:
         try:
             data = tomllib.loads(text)

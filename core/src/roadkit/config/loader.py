@@ -22,6 +22,7 @@ from roadkit.config.models import (
     ApiRef,
     ApplicationInfo,
     Folders,
+    Http,
     Limits,
     Listener,
     ManagedService,
@@ -107,13 +108,15 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
             problems.extend(exc.problems)
             continue
         if service.mode == "same-process" and service.workers != 1:
-            problems.append(f"{path}: services[{i}].workers: several workers need mode = \"child-process\" (got mode = \"same-process\")")
+            problems.append(f'{path}: services[{i}].workers: several workers need mode = "child-process" (got mode = "same-process")')
         for key in ("startup_timeout", "stop_timeout"):
             if getattr(service, key) <= 0:
                 problems.append(f"{path}: services[{i}].{key}: expected a positive number of seconds, got {getattr(service, key)!r}")
         backoff = service.backoff
         if backoff.initial <= 0 or backoff.factor < 1 or backoff.max < backoff.initial or backoff.reset_after < 0:
-            problems.append(f"{path}: services[{i}].backoff: expected 0 < initial <= max, factor >= 1 and reset_after >= 0, got {attrs.asdict(backoff)}")
+            problems.append(
+                f"{path}: services[{i}].backoff: expected 0 < initial <= max, factor >= 1 and reset_after >= 0, got {attrs.asdict(backoff)}"
+            )
         if service.id in seen:
             problems.append(f"{path}: services[{i}].id: service id {service.id!r} is already used by services[{seen[service.id]}]")
         seen.setdefault(service.id, i)
@@ -155,13 +158,18 @@ def _check_auth(path: Path, auth: AdminAuth | None, listener: Listener, problems
         return auth
     if auth.jwt is not None:
         if not auth.jwt.issuer.startswith(("http://", "https://")):
-            problems.append(f"{path}: administrator.auth.jwt.issuer: expected the IAM realm's URL (http(s)://.../realms/NAME), got {auth.jwt.issuer!r}")
+            problems.append(
+                f"{path}: administrator.auth.jwt.issuer: expected the IAM realm's URL (http(s)://.../realms/NAME), got {auth.jwt.issuer!r}"
+            )
         if not auth.jwt.role:
             problems.append(f"{path}: administrator.auth.jwt.role: expected the role an admin token must carry, got an empty string")
     if auth.tokens_file is not None:
         tokens_file = resolve(path, auth.tokens_file)
         if not tokens_file.is_file():
-            problems.append(f"{path}: administrator.auth.tokens_file: expected a file of token hashes (create one with 'roadkit admin-token'), got {str(auth.tokens_file)!r} (not found)")
+            problems.append(
+                f"{path}: administrator.auth.tokens_file: expected a file of token hashes (create "
+                f"one with 'roadkit admin-token'), got {str(auth.tokens_file)!r} (not found)"
+            )
         auth = attrs.evolve(auth, tokens_file=tokens_file)
     return auth
 
@@ -183,10 +191,16 @@ def load_cors(path: Path | None) -> dict[str, Any] | None:
 
     options: dict[str, Any] = {"allow_origins": [], "allow_methods": ["GET", "POST", "OPTIONS"], "allow_headers": ["*"]}
     mapping = {
-        "origin": "allow_origins", "origins": "allow_origins", "allow_origins": "allow_origins",
-        "methods": "allow_methods", "allow_methods": "allow_methods",
-        "allowedHeaders": "allow_headers", "headers": "allow_headers", "allow_headers": "allow_headers",
-        "exposedHeaders": "expose_headers", "expose_headers": "expose_headers",
+        "origin": "allow_origins",
+        "origins": "allow_origins",
+        "allow_origins": "allow_origins",
+        "methods": "allow_methods",
+        "allow_methods": "allow_methods",
+        "allowedHeaders": "allow_headers",
+        "headers": "allow_headers",
+        "allow_headers": "allow_headers",
+        "exposedHeaders": "expose_headers",
+        "expose_headers": "expose_headers",
     }
     for key, value in data.items():
         if key in {"origin", "origins"} and isinstance(value, bool):
@@ -194,7 +208,13 @@ def load_cors(path: Path | None) -> dict[str, Any] | None:
             if not value:
                 return None
             options["allow_origin_regex"] = ".*"
-        elif key in {"origin", "origins"} and isinstance(value, str) and len(value) > 2 and value.startswith("/") and value.rstrip("gimsuy").endswith("/"):
+        elif (
+            key in {"origin", "origins"}
+            and isinstance(value, str)
+            and len(value) > 2
+            and value.startswith("/")
+            and value.rstrip("gimsuy").endswith("/")
+        ):
             # A regular expression literal (/pattern/flags), as npm cors takes a RegExp.
             pattern, flags = value[1:].rsplit("/", 1)
             try:
@@ -230,7 +250,9 @@ def load_service(path: Path | str, *, cors: Path | None = None) -> ServiceConfig
     return parse_service(read_document(path), path, cors=cors)
 
 
-def parse_service(data: dict[str, Any], path: Path, *, cors: Path | None = None, missing_folders: list[Path] | None = None) -> ServiceConfig:
+def parse_service(
+    data: dict[str, Any], path: Path, *, cors: Path | None = None, missing_folders: list[Path] | None = None
+) -> ServiceConfig:
     """A service document that belongs at ``path``; every problem at once.
 
     With ``missing_folders`` (the admin API creating a service), sources and resources folders
@@ -290,6 +312,7 @@ def parse_service(data: dict[str, Any], path: Path, *, cors: Path | None = None,
         folders=folders,
         limits=config.limits,
         cors=cors_options,
+        http=config.http,
     )
 
 
@@ -300,6 +323,7 @@ class _ServiceFile:
     apis: tuple[ApiRef, ...] = (ApiRef("simple", "1.0.0"),)
     folders: Folders = attrs.field(factory=Folders)
     limits: Limits = attrs.field(factory=Limits)
+    http: Http = attrs.field(factory=Http)
 
 
 def _files(folders: Iterable[Path], suffix: str) -> list[Path]:
@@ -317,9 +341,7 @@ def parse_bbox(value: Any) -> tuple[float, float, float, float]:
         if not match:
             raise ValueError(f"expected 'xmin,ymin,xmax,ymax' with plain decimals, got {value!r}")
         numbers = [float(g) for g in match.groups()]
-    elif isinstance(value, list | tuple) and len(value) == 4 and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    ):
+    elif isinstance(value, list | tuple) and len(value) == 4 and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
         numbers = [float(v) for v in value]
     else:
         raise ValueError(f"expected 'xmin,ymin,xmax,ymax' or a list of four numbers, got {value!r}")

@@ -188,6 +188,17 @@ class Limits:
 
 
 @attrs.frozen
+class Http:
+    """The HTTP server of a service's listeners (``[http]`` of a service file).
+
+    ``server``: ``uvicorn`` (the default: measured faster, see bench/README.md) or ``hypercorn``
+    (the design's server); both serve every listener, certificate, shared socket and graceful stop.
+    """
+
+    server: Literal["hypercorn", "uvicorn"] = "uvicorn"
+
+
+@attrs.frozen
 class ServiceConfig:
     """A service file."""
 
@@ -198,6 +209,7 @@ class ServiceConfig:
     folders: Folders = Folders()
     limits: Limits = Limits()
     cors: dict[str, Any] | None = None
+    http: Http = Http()
 
 
 @attrs.frozen

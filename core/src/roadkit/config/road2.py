@@ -21,7 +21,17 @@ log = logging.getLogger(__name__)
 
 _PORT = re.compile(r"^\d{1,5}$")
 _MODES = {"sameProcess": "same-process", "newProcess": "child-process"}
-_LEVELS = {"all": "debug", "trace": "debug", "debug": "debug", "info": "info", "warn": "warning", "error": "error", "fatal": "error", "mark": "error", "off": "error"}
+_LEVELS = {
+    "all": "debug",
+    "trace": "debug",
+    "debug": "debug",
+    "info": "info",
+    "warn": "warning",
+    "error": "error",
+    "fatal": "error",
+    "mark": "error",
+    "off": "error",
+}
 #: The keys of Road2's ``application`` object that roadkit's own service files never use.
 _ROAD2_APPLICATION_KEYS = {"network", "logs", "operations", "projections", "sources", "resources", "apis", "url"}
 
@@ -41,7 +51,9 @@ def _string(value: Any, where: str, problems: list[str], *, required: bool = Tru
     if value is None and not required:
         return None
     if not isinstance(value, str) or (required and not value):
-        problems.append(f"{where}: expected a non-empty string, got {value!r}" if value is not None else f"{where}: required key is missing")
+        problems.append(
+            f"{where}: expected a non-empty string, got {value!r}" if value is not None else f"{where}: required key is missing"
+        )
         return None
     return value
 
@@ -71,7 +83,7 @@ def _server(data: Any, path: Path, key: str, problems: list[str]) -> dict[str, A
         listener["port"] = int(port)
     https = data.get("https", "false")
     if https not in ("true", "false", True, False):
-        problems.append(f"{where}.https: expected \"true\" or \"false\", got {https!r}")
+        problems.append(f'{where}.https: expected "true" or "false", got {https!r}')
         https = "false"
     options = data.get("options") or {}
     if not isinstance(options, dict) or set(options) - {"key", "cert"}:
@@ -132,10 +144,10 @@ def road2_server_key(problem: str, path: Path) -> str:
     prefix = f"{path}: "
     if not problem.startswith(prefix):
         return problem
-    rest = problem[len(prefix):]
+    rest = problem[len(prefix) :]
     for ours, theirs in _SERVER_KEYS:
         if rest.startswith(ours):
-            return prefix + theirs + rest[len(ours):]
+            return prefix + theirs + rest[len(ours) :]
     return problem
 
 
@@ -151,7 +163,9 @@ def from_road2_server(data: dict[str, Any], path: Path) -> dict[str, Any]:
         problems.append(f"{path}: administration.{extra}: unknown key (expected api, services, network, logs)")
     api = admin.get("api")
     if not isinstance(api, dict) or (api.get("name"), api.get("version")) != ("admin", "1.0.0"):
-        problems.append(f"{path}: administration.api: expected {{\"name\": \"admin\", \"version\": \"1.0.0\"}} (the admin API roadkit serves), got {api!r}")
+        problems.append(
+            f'{path}: administration.api: expected {{"name": "admin", "version": "1.0.0"}} (the admin API roadkit serves), got {api!r}'
+        )
     administrator: dict[str, Any] = {}
     network = admin.get("network")
     if not isinstance(network, dict) or "server" not in network:
@@ -163,7 +177,7 @@ def from_road2_server(data: dict[str, Any], path: Path) -> dict[str, Any]:
     logs = admin.get("logs")
     if logs is not None:
         if not isinstance(logs, dict):
-            problems.append(f"{path}: administration.logs: expected {{\"configuration\": <log4js file>}}, got {logs!r}")
+            problems.append(f'{path}: administration.logs: expected {{"configuration": <log4js file>}}, got {logs!r}')
         else:
             administrator["logging"] = _log4js(logs.get("configuration"), path, "administration.logs.configuration", problems)
     services: list[dict[str, Any]] = []
@@ -185,7 +199,9 @@ def from_road2_server(data: dict[str, Any], path: Path) -> dict[str, Any]:
                 service[key] = value
         creation = entry.get("creationType", "sameProcess")
         if creation not in _MODES:
-            problems.append(f"{path}: {where}.creationType: expected sameProcess or newProcess (findByURI is not supported), got {creation!r}")
+            problems.append(
+                f"{path}: {where}.creationType: expected sameProcess or newProcess (findByURI is not supported), got {creation!r}"
+            )
         else:
             service["mode"] = _MODES[creation]
         for extra in sorted(set(entry) - {"id", "configuration", "creationType"}):
@@ -219,7 +235,7 @@ def application_info(data: dict[str, Any], path: Path, problems: list[str]) -> d
     keywords = info.get("keywords")
     if isinstance(keywords, dict):
         if set(keywords) != {"keyword"}:
-            problems.append(f"{path}: application.keywords: expected {{\"keyword\": <a string or an array of strings>}}, got {keywords!r}")
+            problems.append(f'{path}: application.keywords: expected {{"keyword": <a string or an array of strings>}}, got {keywords!r}')
             info.pop("keywords")
         else:
             keyword = keywords["keyword"]
@@ -227,7 +243,7 @@ def application_info(data: dict[str, Any], path: Path, problems: list[str]) -> d
     contact = info.get("contact")
     if isinstance(contact, dict):
         if set(contact) - {"email"}:
-            problems.append(f"{path}: application.contact: expected {{\"email\": <an address>}}, got {contact!r}")
+            problems.append(f'{path}: application.contact: expected {{"email": <an address>}}, got {contact!r}')
             info.pop("contact")
         else:
             info["contact"] = contact.get("email", "")
@@ -253,9 +269,12 @@ def from_road2_service(data: dict[str, Any], path: Path) -> tuple[dict[str, Any]
         else:
             log.info("%s: application.logs: a service logs through the administrator's logging in roadkit; this file is not applied", path)
     elif logs is not None:
-        problems.append(f"{path}: application.logs: expected {{\"configuration\": <log4js file>}}, got {logs!r}")
+        problems.append(f'{path}: application.logs: expected {{"configuration": <log4js file>}}, got {logs!r}')
     if "operations" in application:
-        log.info("%s: application.operations: roadkit's operations and parameters are built in (Road2's shipped ones); the folders are not read", path)
+        log.info(
+            "%s: application.operations: roadkit's operations and parameters are built in (Road2's shipped ones); the folders are not read",
+            path,
+        )
     folders: dict[str, Any] = {}
     projections = application.get("projections")
     if projections is not None:
@@ -288,7 +307,10 @@ def from_road2_service(data: dict[str, Any], path: Path) -> tuple[dict[str, Any]
             else:
                 cors = resolve(path, cors_block["configuration"])
                 if not cors.is_file():
-                    problems.append(f"{path}: application.network.cors.configuration: expected a CORS file, got {cors_block['configuration']!r} (not found)")
+                    problems.append(
+                        f"{path}: application.network.cors.configuration: expected a "
+                        f"CORS file, got {cors_block['configuration']!r} (not found)"
+                    )
     if "apis" in application:
         apis = application["apis"]
         if not isinstance(apis, list) or not apis:

@@ -60,15 +60,16 @@ def profile_script(profile: str, weight: str | None, workdir: Path) -> Path:
 def _run(step: str, args: list[str], progress: Progress) -> None:
     progress.step(step)
     command = [sys.executable, "-m", "osrm", *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
     tail: list[str] = []
-    for line in process.stdout:
-        line = line.rstrip()
-        tail = [*tail, line][-20:]
-        if "[info]" in line and ("finished" in line.lower() or "RAM: peak" in line):
-            progress.info(line.split("] ", 2)[-1])
-    if process.wait() != 0:
+    # As a context manager: its output pipe is closed however the tool ends.
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            line = line.rstrip()
+            tail = [*tail, line][-20:]
+            if "[info]" in line and ("finished" in line.lower() or "RAM: peak" in line):
+                progress.info(line.split("] ", 2)[-1])
+    if process.returncode != 0:
         raise RoadkitError(f"osrm {args[0]} failed:\n" + "\n".join(tail), code="prepare_failed")
 
 

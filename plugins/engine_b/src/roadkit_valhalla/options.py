@@ -202,7 +202,9 @@ class ValhallaHttpOptions:
 def parse_http_options(config: SourceConfig) -> ValhallaHttpOptions:
     """The options of a ``valhalla-http`` source; problems name file and key."""
     options = structure(_from_road2(config.options), ValhallaHttpOptions, config.path)
-    problems = options.http.problems(str(config.path)) + _check_costs(config.path, options.costs) + _check_limits(config.path, options.limits)
+    problems = (
+        options.http.problems(str(config.path)) + _check_costs(config.path, options.costs) + _check_limits(config.path, options.limits)
+    )
     if options.limits.threads is not None:
         problems.append(f"{config.path}: limits.threads: not used by valhalla-http sources (each server has its own threads); remove it")
     if problems:

@@ -1,4 +1,7 @@
-"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group): kinds ``valhalla`` and ``valhalla-http``."""
+"""The hooks the Valhalla plugin implements (entry point ``valhalla`` in the ``roadkit`` group).
+
+Kinds ``valhalla`` and ``valhalla-http``.
+"""
 
 from __future__ import annotations
 

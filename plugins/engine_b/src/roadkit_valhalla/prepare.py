@@ -93,16 +93,17 @@ def valhalla_config(
 
 def _run(step: str, tool: str, args: list[str], progress: Progress) -> None:
     progress.step(step)
-    process = subprocess.Popen([str(_tool(tool)), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
     tail: list[str] = []
-    for raw in process.stdout:
-        line = raw.rstrip()
-        tail = [*tail, line][-30:]
-        message = line.split("] ", 1)[-1] if "] " in line else line
-        if "[INFO]" in line and any(stage in message for stage in _STAGES):
-            progress.info(message)
-    if process.wait() != 0:
+    # As a context manager: its output pipe is closed however the tool ends.
+    with subprocess.Popen([str(_tool(tool)), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            line = raw.rstrip()
+            tail = [*tail, line][-30:]
+            message = line.split("] ", 1)[-1] if "] " in line else line
+            if "[INFO]" in line and any(stage in message for stage in _STAGES):
+                progress.info(message)
+    if process.returncode != 0:
         raise RoadkitError(f"{tool} failed:\n" + "\n".join(tail), code="prepare_failed")
 
 

@@ -63,12 +63,18 @@ def start_cluster(settings: DatabaseFile) -> tuple[PrivateCluster, DatabaseFile]
 
 
 async def _create_pool(settings: DatabaseFile) -> asyncpg.Pool:
-    kwargs: dict[str, Any] = {"min_size": 1, "max_size": settings.pool_size, "timeout": settings.connect_timeout,
-                              "command_timeout": None, "server_settings": {"application_name": "roadkit-pgrouting"}}
+    kwargs: dict[str, Any] = {
+        "min_size": 1,
+        "max_size": settings.pool_size,
+        "timeout": settings.connect_timeout,
+        "command_timeout": None,
+        "server_settings": {"application_name": "roadkit-pgrouting"},
+    }
     if settings.dsn:
         return await asyncpg.create_pool(settings.dsn, **kwargs)
-    return await asyncpg.create_pool(host=settings.host, port=settings.port or 5432, database=settings.database,
-                                     user=settings.user, password=settings.password, **kwargs)
+    return await asyncpg.create_pool(
+        host=settings.host, port=settings.port or 5432, database=settings.database, user=settings.user, password=settings.password, **kwargs
+    )
 
 
 async def open_database(key_path: Path | None, dsn: str | None) -> Database:

@@ -11,8 +11,21 @@ attributes for constraints (``highway``, ``tunnel``, ``bridge``, ``toll``, ``max
 from __future__ import annotations
 
 CAR_CLASSES = (
-    "motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary", "secondary_link",
-    "tertiary", "tertiary_link", "unclassified", "residential", "living_street", "service", "road",
+    "motorway",
+    "motorway_link",
+    "trunk",
+    "trunk_link",
+    "primary",
+    "primary_link",
+    "secondary",
+    "secondary_link",
+    "tertiary",
+    "tertiary_link",
+    "unclassified",
+    "residential",
+    "living_street",
+    "service",
+    "road",
 )
 FOOT_EXCLUDED = ("motorway", "motorway_link")
 WALKING_SPEED_KMH = 4.0

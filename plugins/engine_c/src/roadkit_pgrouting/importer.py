@@ -93,8 +93,9 @@ def _connect_args(settings: DatabaseFile) -> list[str]:
 async def _connect(settings: DatabaseFile) -> asyncpg.Connection:
     if settings.dsn:
         return await asyncpg.connect(settings.dsn)
-    return await asyncpg.connect(host=settings.host, port=settings.port or 5432, database=settings.database,
-                                 user=settings.user, password=settings.password)
+    return await asyncpg.connect(
+        host=settings.host, port=settings.port or 5432, database=settings.database, user=settings.user, password=settings.password
+    )
 
 
 async def _sql(settings: DatabaseFile, script: str) -> None:
@@ -121,8 +122,15 @@ async def _copy_restrictions(settings: DatabaseFile, new: str, rows: list[tuple[
         await conn.close()
 
 
-def import_osm(osm: Path, settings: DatabaseFile, schema: str, *, min_component: int = 30, turn_restrictions: bool = True,
-               progress: Progress | None = None) -> dict[str, int]:
+def import_osm(
+    osm: Path,
+    settings: DatabaseFile,
+    schema: str,
+    *,
+    min_component: int = 30,
+    turn_restrictions: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, int]:
     """Build Road2's schema ``schema`` from ``osm``; returns counts (ways, vertices, restrictions)."""
     progress = progress or Progress()
     if not osm.is_file():
@@ -136,9 +144,14 @@ def import_osm(osm: Path, settings: DatabaseFile, schema: str, *, min_component:
     with tempfile.TemporaryDirectory(prefix="roadkit-pgr-") as tmp:
         work = Path(tmp)
         progress.step(f"importing {osm.name} into schema {schema} of {describe(settings)}")
-        run(_sql(settings, "".join(f'CREATE EXTENSION IF NOT EXISTS "{e}";' for e in (*EXTENSIONS, "hstore"))
-                 + f"DROP SCHEMA IF EXISTS {quote(new)} CASCADE; DROP SCHEMA IF EXISTS {quote(stage)} CASCADE;"
-                 + f"CREATE SCHEMA {quote(new)}; CREATE SCHEMA {quote(stage)};"))
+        run(
+            _sql(
+                settings,
+                "".join(f'CREATE EXTENSION IF NOT EXISTS "{e}";' for e in (*EXTENSIONS, "hstore"))
+                + f"DROP SCHEMA IF EXISTS {quote(new)} CASCADE; DROP SCHEMA IF EXISTS {quote(stage)} CASCADE;"
+                + f"CREATE SCHEMA {quote(new)}; CREATE SCHEMA {quote(stage)};",
+            )
+        )
         try:
             progress.info("osmium: converting the extract for osm2pgrouting")
             xml = work / "extract.osm"
@@ -146,8 +159,22 @@ def import_osm(osm: Path, settings: DatabaseFile, schema: str, *, min_component:
             progress.info("osm2pgrouting: splitting the ways at intersections, building the topology")
             mapconfig = resources.files("roadkit_pgrouting").joinpath("mapconfig.xml")
             with resources.as_file(mapconfig) as config_path:
-                out = _run([_tool("osm2pgrouting"), "-f", str(xml), "-c", str(config_path), "--schema", stage, "--tags",
-                            "--addnodes", "--clean", *_connect_args(settings)], "osm2pgrouting")
+                out = _run(
+                    [
+                        _tool("osm2pgrouting"),
+                        "-f",
+                        str(xml),
+                        "-c",
+                        str(config_path),
+                        "--schema",
+                        stage,
+                        "--tags",
+                        "--addnodes",
+                        "--clean",
+                        *_connect_args(settings),
+                    ],
+                    "osm2pgrouting",
+                )
             streets = next((line for line in out.splitlines() if "size of streets" in line), "").strip()
             progress.info(f"osm2pgrouting done ({streets or 'no summary'})")
             progress.info("writing Road2's columns: car fastest/shortest, pedestrian fastest/shortest (4 km/h, no motorways)")
@@ -157,8 +184,9 @@ def import_osm(osm: Path, settings: DatabaseFile, schema: str, *, min_component:
                 run(_sql(settings, import_sql.COMPONENTS.format(profile=profile, min=int(min_component), **names)))
             restrictions = 0
             if turn_restrictions:
-                opl = _run([_tool("osmium"), "tags-filter", str(osm), "r/type=restriction", "-R", "-f", "opl", "-o", "-"],
-                           "osmium tags-filter")
+                opl = _run(
+                    [_tool("osmium"), "tags-filter", str(osm), "r/type=restriction", "-R", "-f", "opl", "-o", "-"], "osmium tags-filter"
+                )
                 rows = read_restrictions(opl)
                 run(_sql(settings, import_sql.RESTRICTIONS_TABLE.format(**names)))
                 run(_copy_restrictions(settings, new, rows))
@@ -168,10 +196,14 @@ def import_osm(osm: Path, settings: DatabaseFile, schema: str, *, min_component:
             progress.info("GiST indexes, clustering, ANALYZE")
             run(_sql(settings, import_sql.INDEXES.format(**names)))
             run(_sql(settings, f"ANALYZE {quote(new)}.ways; ANALYZE {quote(new)}.ways_vertices_pgr;"))
-            counts = run(_fetch(settings, f"SELECT (SELECT count(*) FROM {quote(new)}.ways), "
-                                          f"(SELECT count(*) FROM {quote(new)}.ways_vertices_pgr)"))[0]
+            counts = run(
+                _fetch(settings, f"SELECT (SELECT count(*) FROM {quote(new)}.ways), (SELECT count(*) FROM {quote(new)}.ways_vertices_pgr)")
+            )[0]
             progress.info(f"swapping schema {schema} in")
-            run(_sql(settings, f"""
+            run(
+                _sql(
+                    settings,
+                    f"""
                 BEGIN;
                 DROP SCHEMA IF EXISTS {quote(old)} CASCADE;
                 DO $$ BEGIN
@@ -181,12 +213,16 @@ def import_osm(osm: Path, settings: DatabaseFile, schema: str, *, min_component:
                 END $$;
                 ALTER SCHEMA {quote(new)} RENAME TO {quote(schema)};
                 COMMIT;
-                DROP SCHEMA IF EXISTS {quote(old)} CASCADE;"""))
+                DROP SCHEMA IF EXISTS {quote(old)} CASCADE;""",
+                )
+            )
         finally:
             run(_sql(settings, f"DROP SCHEMA IF EXISTS {quote(stage)} CASCADE; DROP SCHEMA IF EXISTS {quote(new)} CASCADE;"))
     result = {"ways": int(counts[0]), "vertices": int(counts[1]), "restrictions": int(restrictions)}
-    progress.step(f"schema {schema} ready: {result['ways']} ways, {result['vertices']} vertices, "
-                  f"{result['restrictions']} turn restrictions ({time.monotonic() - started:.1f} s)")
+    progress.step(
+        f"schema {schema} ready: {result['ways']} ways, {result['vertices']} vertices, "
+        f"{result['restrictions']} turn restrictions ({time.monotonic() - started:.1f} s)"
+    )
     return result
 
 
@@ -222,8 +258,14 @@ def import_command() -> Command:
         parser.add_argument("--no-turn-restrictions", action="store_true", help="skip the turn_restrictions table")
 
     def run(args: argparse.Namespace) -> int:
-        import_with_database(args.osm, args.database, args.dsn, args.schema, min_component=args.min_component,
-                             turn_restrictions=not args.no_turn_restrictions)
+        import_with_database(
+            args.osm,
+            args.database,
+            args.dsn,
+            args.schema,
+            min_component=args.min_component,
+            turn_restrictions=not args.no_turn_restrictions,
+        )
         return 0
 
     return Command("pgrouting-import", "Import an .osm.pbf extract into Road2's pgRouting schema.", configure, run)

@@ -24,8 +24,16 @@ HULL_RATIO = 0.5  # ST_ConcaveHull's target: 1 = convex, smaller = follows the r
 MIN_AREA_M2 = 200.0  # a sliver along one street is no area: such a value answers the start point
 
 
-def reach_sql(names: dict[str, str], cost: PgCost, request: IsochroneRequest, binder: Binder, area: str,
-              filters: list[str], start: Any, largest: float) -> str:
+def reach_sql(
+    names: dict[str, str],
+    cost: PgCost,
+    request: IsochroneRequest,
+    binder: Binder,
+    area: str,
+    filters: list[str],
+    start: Any,
+    largest: float,
+) -> str:
     """Per cost value, the concave hull (WKB) of the reached pieces of road."""
     c, rc = quote(cost.cost_column), quote(cost.reverse_cost_column)
     if request.direction == "arrival":  # travel towards the point: every edge taken the other way
@@ -44,14 +52,14 @@ WITH dd AS (
   GROUP BY node
 ), e AS (
   SELECT w.the_geom AS g, s.agg AS ca, t.agg AS cb, w.{c} AS c, w.{rc} AS rc
-  FROM {names['ways']} w LEFT JOIN dd s ON s.node = w.source LEFT JOIN dd t ON t.node = w.target
+  FROM {names["ways"]} w LEFT JOIN dd s ON s.node = w.source LEFT JOIN dd t ON t.node = w.target
   WHERE {where} AND w.id <> {edge} AND (s.node IS NOT NULL OR t.node IS NOT NULL)
   UNION ALL
   SELECT ST_LineSubstring(w.the_geom, {fraction}, 1), 0, t.agg, w.{c} * (1 - {fraction}), w.{rc} * (1 - {fraction})
-  FROM {names['ways']} w LEFT JOIN dd t ON t.node = w.target WHERE w.id = {edge} AND {fraction} < 1
+  FROM {names["ways"]} w LEFT JOIN dd t ON t.node = w.target WHERE w.id = {edge} AND {fraction} < 1
   UNION ALL
   SELECT ST_LineSubstring(w.the_geom, 0, {fraction}), s.agg, 0, w.{c} * {fraction}, w.{rc} * {fraction}
-  FROM {names['ways']} w LEFT JOIN dd s ON s.node = w.source WHERE w.id = {edge} AND {fraction} > 0
+  FROM {names["ways"]} w LEFT JOIN dd s ON s.node = w.source WHERE w.id = {edge} AND {fraction} > 0
 ), pieces AS (
   SELECT v.v,
     CASE WHEN e.ca <= v.v AND e.c > 0 THEN ST_LineSubstring(e.g, 0, least(1, (v.v - e.ca) / e.c))
@@ -80,8 +88,11 @@ def response(request: IsochroneRequest, start: Coord, rows: list[Any]) -> Isochr
             area = previous if area is None else shapely.union(area, previous)
         if area is not None:
             polygons = [g for g in getattr(area, "geoms", [area]) if g.geom_type == "Polygon"]
-            area = shapely.orient_polygons(shapely.MultiPolygon(polygons) if len(polygons) > 1 else polygons[0]) \
-                if hasattr(shapely, "orient_polygons") else _orient(polygons)
+            area = (
+                shapely.orient_polygons(shapely.MultiPolygon(polygons) if len(polygons) > 1 else polygons[0])
+                if hasattr(shapely, "orient_polygons")
+                else _orient(polygons)
+            )
             previous = area
             by_value[float(row["v"])] = dict(mapping(area))
     # Too small for an area: the requested point itself, as the Valhalla source answers.

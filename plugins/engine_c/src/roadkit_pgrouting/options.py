@@ -160,9 +160,7 @@ def _from_road2_source(data: dict[str, Any]) -> dict[str, Any]:
         data["storage"] = {**storage, "attributes": attributes}
     renames = {"costType": "cost_type", "costColumn": "cost_column", "rcostColumn": "reverse_cost_column"}
     if isinstance(data.get("costs"), list):
-        data["costs"] = [
-            {renames.get(k, k): v for k, v in cost.items()} if isinstance(cost, dict) else cost for cost in data["costs"]
-        ]
+        data["costs"] = [{renames.get(k, k): v for k, v in cost.items()} if isinstance(cost, dict) else cost for cost in data["costs"]]
     return data
 
 
@@ -171,8 +169,13 @@ def _check(path: Path, options: PgOptions) -> list[str]:
     storage = options.storage
     if (storage.database is None) == (storage.dsn is None):
         problems.append(f"{path}: storage: expected either database (a database file) or dsn, got {'both' if storage.dsn else 'neither'}")
-    names = [("storage.schema", storage.schema), ("storage.ways", storage.ways), ("storage.vertices", storage.vertices),
-             ("storage.restrictions", storage.restrictions), ("storage.name_column", storage.name_column)]
+    names = [
+        ("storage.schema", storage.schema),
+        ("storage.ways", storage.ways),
+        ("storage.vertices", storage.vertices),
+        ("storage.restrictions", storage.restrictions),
+        ("storage.name_column", storage.name_column),
+    ]
     if storage.importance_column:
         names.append(("storage.importance_column", storage.importance_column))
     names += [(f"storage.attributes[{i}].column", a.column) for i, a in enumerate(storage.attributes)]
@@ -180,15 +183,29 @@ def _check(path: Path, options: PgOptions) -> list[str]:
         problems.append(f"{path}: costs: expected at least one cost")
     seen: dict[tuple[str, str], int] = {}
     for i, cost in enumerate(options.costs):
-        names += [(f"costs[{i}].{label}", column) for label, column in zip(
-            ("cost_column", "reverse_cost_column", "distance_column", "reverse_distance_column", "duration_column",
-             "reverse_duration_column"), [*cost.columns()[:2], *cost.distance, *cost.duration], strict=True)]
+        names += [
+            (f"costs[{i}].{label}", column)
+            for label, column in zip(
+                (
+                    "cost_column",
+                    "reverse_cost_column",
+                    "distance_column",
+                    "reverse_distance_column",
+                    "duration_column",
+                    "reverse_duration_column",
+                ),
+                [*cost.columns()[:2], *cost.distance, *cost.duration],
+                strict=True,
+            )
+        ]
         if cost.optimization is None and cost.cost_type is None:
             problems.append(f"{path}: costs[{i}]: expected an optimization (routes) or a cost_type (isochrones), got neither")
         for key in (cost.optimization, cost.cost_type):
             if key is not None:
                 if (cost.profile, key) in seen:
-                    problems.append(f"{path}: costs[{i}]: profile {cost.profile!r} with {key!r} is already costs[{seen[(cost.profile, key)]}]")
+                    problems.append(
+                        f"{path}: costs[{i}]: profile {cost.profile!r} with {key!r} is already costs[{seen[(cost.profile, key)]}]"
+                    )
                 seen.setdefault((cost.profile, key), i)
     for where, name in names:
         if not IDENTIFIER.match(name):

@@ -27,8 +27,14 @@ def prepare_source(config: SourceConfig, options: PgOptions, *, force: bool, pro
     try:
         if not force and asyncio.run(schema_exists(settings, storage.schema, storage.ways)):
             return False
-        import_osm(prep.osm, settings, storage.schema, min_component=prep.min_component,
-                   turn_restrictions=prep.turn_restrictions, progress=progress)
+        import_osm(
+            prep.osm,
+            settings,
+            storage.schema,
+            min_component=prep.min_component,
+            turn_restrictions=prep.turn_restrictions,
+            progress=progress,
+        )
         return True
     finally:
         if cluster is not None:

@@ -32,7 +32,7 @@ from roadkit.contract import (
 )
 from roadkit_pgrouting import isochrones
 from roadkit_pgrouting.options import PgCost, quote
-from roadkit_pgrouting.sql import Binder, banned, weighted
+from roadkit_pgrouting.sql import Binder, banned, send, weighted
 
 if TYPE_CHECKING:
     from roadkit_pgrouting.source import PgRoutingSource
@@ -72,9 +72,10 @@ def _snap_sql(names: dict[str, str], usable: str, filters: list[str], binder: Bi
 SELECT q.i::int AS i, e.id, e.fraction, ST_X(e.snapped) AS x, ST_Y(e.snapped) AS y, e.meters
 FROM unnest({xs}, {ys}) WITH ORDINALITY AS q(x, y, i)
 CROSS JOIN LATERAL (
-  SELECT w.id, least(greatest(ST_LineLocatePoint(w.the_geom, p.geom), 1e-7), 1 - 1e-7) AS fraction, ST_ClosestPoint(w.the_geom, p.geom) AS snapped,
+  SELECT w.id, least(greatest(ST_LineLocatePoint(w.the_geom, p.geom), 1e-7), 1 - 1e-7) AS fraction,
+         ST_ClosestPoint(w.the_geom, p.geom) AS snapped,
          ST_Distance(w.the_geom::geography, p.geom::geography) AS meters
-  FROM (SELECT ST_SetSRID(ST_MakePoint(q.x, q.y), 4326) AS geom) p, {names['ways']} w
+  FROM (SELECT ST_SetSRID(ST_MakePoint(q.x, q.y), 4326) AS geom) p, {names["ways"]} w
   WHERE {where}
   ORDER BY w.the_geom <-> p.geom LIMIT 1
 ) e ORDER BY q.i"""
@@ -93,11 +94,9 @@ def _meters(a: Coord, b: Coord) -> float:
     return math.hypot((b[0] - a[0]) * math.cos(lat), b[1] - a[1]) * METERS_PER_DEGREE
 
 
-async def _snap(source: PgRoutingSource, binder_base: Binder, conn: Any, points: tuple[Coord, ...], usable: str,
-                filters: list[str], names: dict[str, str]) -> list[Any]:
-    sql = _snap_sql(names, usable, filters, binder_base, points)
-    statement, values = binder_base.settings()
-    await conn.execute(statement, *values)
+async def _snap(source: PgRoutingSource, binder: Binder, conn: Any, points: tuple[Coord, ...], sql: str) -> list[Any]:
+    """The snapped points of ``sql`` (built by :func:`_snap_sql` before the session, so its values go with the first round trip)."""
+    await send(conn, binder)
     rows = list(await conn.fetch(sql))
     radius = source.options.search.snap_radius
     for row in rows:
@@ -109,8 +108,16 @@ async def _snap(source: PgRoutingSource, binder_base: Binder, conn: Any, points:
     return rows
 
 
-def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, binder: Binder, names: dict[str, str],
-               box: tuple[float, float, float, float], snapped: list[Any], wide: bool) -> str:
+def _route_sql(
+    source: PgRoutingSource,
+    request: RouteRequest,
+    cost: PgCost,
+    binder: Binder,
+    names: dict[str, str],
+    box: tuple[float, float, float, float],
+    snapped: list[Any],
+    wide: bool,
+) -> str:
     storage = source.options.storage
     columns = source._columns
     constraints = request.constraints
@@ -118,19 +125,25 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     if wide and storage.importance_column:
         area = f"({area} OR {quote(storage.importance_column)} <= {binder.ref(source.options.search.importance_level, 'float8')})"
     filters = [_usable(cost.cost_column, cost.reverse_cost_column), area, *banned(constraints, columns, binder)]
-    edges = (f"SELECT id, source, target, {weighted(quote(cost.cost_column), constraints, columns, binder)} AS cost, "
-             f"{weighted(quote(cost.reverse_cost_column), constraints, columns, binder)} AS reverse_cost "
-             f"FROM {names['ways']} WHERE {' AND '.join(filters)}")
+    edges = (
+        f"SELECT id, source, target, {weighted(quote(cost.cost_column), constraints, columns, binder)} AS cost, "
+        f"{weighted(quote(cost.reverse_cost_column), constraints, columns, binder)} AS reverse_cost "
+        f"FROM {names['ways']} WHERE {' AND '.join(filters)}"
+    )
     pids = binder.array([r["i"] for r in snapped], "int8")
     eids = binder.array([r["id"] for r in snapped], "int8")
     fractions = binder.array([r["fraction"] for r in snapped], "float8")
     points = f"SELECT pid, edge_id, fraction FROM unnest({pids}, {eids}, {fractions}) AS t(pid, edge_id, fraction)"
     via = "ARRAY[" + ", ".join(f"-{r['i']}" for r in snapped) + "]::bigint[]"
     if source._has_restrictions:
-        restrictions = (f"SELECT ARRAY[id_from, id_to]::bigint[] AS path, {RESTRICTION_COST}::float8 AS cost "
-                        f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})")
-        call = (f"pgr_trspVia_withPoints({_text(edges)}, {_text(restrictions)}, {_text(points)}, {via}, "
-                "directed => true, strict => true, u_turn_on_edge => true)")
+        restrictions = (
+            f"SELECT ARRAY[id_from, id_to]::bigint[] AS path, {RESTRICTION_COST}::float8 AS cost "
+            f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
+        )
+        call = (
+            f"pgr_trspVia_withPoints({_text(edges)}, {_text(restrictions)}, {_text(points)}, {via}, "
+            "directed => true, strict => true, u_turn_on_edge => true)"
+        )
     else:
         call = f"pgr_withPointsVia({_text(edges)}, {_text(points)}, {via}, directed => true, strict => true, u_turn_on_edge => true)"
     distance, duration = cost.distance, cost.duration
@@ -141,17 +154,17 @@ WITH r AS (
   SELECT seq, path_id, node, edge, lead(node) OVER (ORDER BY seq) AS next FROM {call}
 ), pts AS (
   SELECT -pid AS node, ST_SetSRID(ST_MakePoint(x, y), 4326) AS geom
-  FROM unnest({binder.array([r['i'] for r in snapped], 'int8')}, {binder.array([r['x'] for r in snapped], 'float8')},
-              {binder.array([r['y'] for r in snapped], 'float8')}) AS t(pid, x, y)
+  FROM unnest({binder.array([r["i"] for r in snapped], "int8")}, {binder.array([r["x"] for r in snapped], "float8")},
+              {binder.array([r["y"] for r in snapped], "float8")}) AS t(pid, x, y)
 ), seg AS (
-  SELECT r.seq, r.path_id, r.edge, w.the_geom, w.{names['name']}::text AS way_name,
+  SELECT r.seq, r.path_id, r.edge, w.the_geom, w.{names["name"]}::text AS way_name,
          ST_LineLocatePoint(w.the_geom, coalesce(pa.geom, va.the_geom)) AS a,
          ST_LineLocatePoint(w.the_geom, coalesce(pb.geom, vb.the_geom)) AS b,
          w.{quote(distance[0])} AS d_fwd, w.{quote(distance[1])} AS d_rev,
          w.{quote(duration[0])} AS t_fwd, w.{quote(duration[1])} AS t_rev{extra}
-  FROM r JOIN {names['ways']} w ON w.id = r.edge
-  LEFT JOIN pts pa ON pa.node = r.node LEFT JOIN {names['vertices']} va ON va.id = r.node
-  LEFT JOIN pts pb ON pb.node = r.next LEFT JOIN {names['vertices']} vb ON vb.id = r.next
+  FROM r JOIN {names["ways"]} w ON w.id = r.edge
+  LEFT JOIN pts pa ON pa.node = r.node LEFT JOIN {names["vertices"]} va ON va.id = r.node
+  LEFT JOIN pts pb ON pb.node = r.next LEFT JOIN {names["vertices"]} vb ON vb.id = r.next
   WHERE r.edge > 0
 )
 SELECT seq, path_id, edge, way_name, abs(b - a) * abs(CASE WHEN a <= b THEN d_fwd ELSE d_rev END) AS distance,
@@ -159,7 +172,7 @@ SELECT seq, path_id, edge, way_name, abs(b - a) * abs(CASE WHEN a <= b THEN d_fw
        CASE WHEN a = b THEN NULL
             WHEN a < b THEN ST_AsGeoJSON(ST_LineSubstring(the_geom, a, b), 7)
             ELSE ST_AsGeoJSON(ST_Reverse(ST_LineSubstring(the_geom, b, a)), 7) END AS geometry
-       {''.join(f', {quote("a_" + key)}' for key, _ in attributes)}
+       {"".join(f", {quote('a_' + key)}" for key, _ in attributes)}
 FROM seg ORDER BY seq"""
 
 
@@ -191,14 +204,14 @@ async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) ->
     for attempt in range(attempts + 1):
         binder = Binder()
         filters = banned(request.constraints, source._columns, binder)
-        async with source._transaction(binder.settings()) as conn:
-            snapped = await _snap(source, binder, conn, request.points, usable, filters, names)
+        snap_sql = _snap_sql(names, usable, filters, binder, request.points)
+        async with source._session(binder) as conn:
+            snapped = await _snap(source, binder, conn, request.points, snap_sql)
             located = [(r["x"], r["y"]) for r in snapped]
             # The last try searches the whole graph.
             box = _box(located, search.margin, search.widen**attempt) if attempt < attempts else (-180.0, -90.0, 180.0, 90.0)
             sql = _route_sql(source, request, cost, binder, names, box, snapped, wide)
-            statement, values = binder.settings()
-            await conn.execute(statement, *values)
+            await send(conn, binder)
             rows = list(await conn.fetch(sql))
         if rows or _same_place(snapped):
             break
@@ -236,13 +249,24 @@ def _route_response(request: RouteRequest, snapped: list[Any], rows: list[Any], 
             for point in step.geometry:
                 if not geometry or geometry[-1] != point:
                     geometry.append(point)
-        portions.append(Portion(located[index], located[index + 1], sum(s.distance for s in steps),
-                                sum(s.duration for s in steps), steps if request.steps else []))
+        portions.append(
+            Portion(
+                located[index],
+                located[index + 1],
+                sum(s.distance for s in steps),
+                sum(s.duration for s in steps),
+                steps if request.steps else [],
+            )
+        )
     if len(geometry) < 2:
         geometry = [located[0], located[-1]]
     return RouteResponse(
-        start=located[0], end=located[-1], geometry=geometry,
-        distance=sum(p.distance for p in portions), duration=sum(p.duration for p in portions), portions=portions,
+        start=located[0],
+        end=located[-1],
+        geometry=geometry,
+        distance=sum(p.distance for p in portions),
+        duration=sum(p.duration for p in portions),
+        portions=portions,
     )
 
 
@@ -257,10 +281,10 @@ async def nearest(source: PgRoutingSource, request: NearestRequest) -> NearestRe
 SELECT e.id, ST_X(e.snapped) AS x, ST_Y(e.snapped) AS y, ST_Distance(e.snapped::geography, p.geom::geography) AS meters, e.way_name
 FROM (SELECT ST_SetSRID(ST_MakePoint({x}, {y}), 4326) AS geom) p
 CROSS JOIN LATERAL (
-  SELECT w.id, ST_ClosestPoint(w.the_geom, p.geom) AS snapped, w.{names['name']}::text AS way_name FROM {names['ways']} w
+  SELECT w.id, ST_ClosestPoint(w.the_geom, p.geom) AS snapped, w.{names["name"]}::text AS way_name FROM {names["ways"]} w
   WHERE {usable} ORDER BY w.the_geom <-> p.geom LIMIT {limit} * 3
 ) e ORDER BY meters"""
-    async with source._transaction(binder.settings()) as conn:
+    async with source._session(binder) as conn:
         rows = await conn.fetch(sql)
     found: dict[tuple[float, float], NearestPoint] = {}
     for row in rows:
@@ -278,8 +302,9 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
     binder = Binder()
     filters = banned(request.constraints, source._columns, binder)
     usable = _usable(cost.cost_column, cost.reverse_cost_column)
-    async with source._transaction(binder.settings()) as conn:
-        snapped = await _snap(source, binder, conn, (request.point,), usable, filters, names)
+    snap_sql = _snap_sql(names, usable, filters, binder, (request.point,))
+    async with source._session(binder) as conn:
+        snapped = await _snap(source, binder, conn, (request.point,), snap_sql)
         start = (float(snapped[0]["x"]), float(snapped[0]["y"]))
         largest = max(request.cost_values)
         radius = largest + 50 if request.cost.cost_type == "distance" else largest * cost_speed(cost) / 3.6
@@ -287,8 +312,7 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
         dx = dy / max(0.01, math.cos(math.radians(start[1])))
         box = (start[0] - dx, start[1] - dy, start[0] + dx, start[1] + dy)
         sql = isochrones.reach_sql(names, cost, request, binder, _envelope(binder, box), [usable, *filters], snapped[0], largest)
-        statement, values = binder.settings()
-        await conn.execute(statement, *values)
+        await send(conn, binder)
         rows = list(await conn.fetch(sql))
     if not rows:
         raise NoIsochroneFound()

@@ -1,7 +1,9 @@
 """Source kind ``pgrouting``: routes, isochrones and nearest points on a pgRouting schema, through asyncpg.
 
-Each request is one short transaction on the database's shared pool: ``SET LOCAL`` of the source's
-statement time-out and of the request's values (see :mod:`roadkit_pgrouting.sql`), then the query.
+Each request takes one connection of the database's shared pool: one statement sets the source's
+statement time-out and the request's values (see :mod:`roadkit_pgrouting.sql`), then the queries
+run; no transaction (the queries only read, and each statement sees committed data anyway), so no
+BEGIN/COMMIT round trips; the pool's ``RESET ALL`` on release clears the settings.
 A lost database makes the source red at once (503 within the time-out, never a hang) and a
 background probe turns it green again when the database answers; no restart is needed.
 """
@@ -39,12 +41,20 @@ from roadkit.contract import (
 from roadkit_pgrouting import queries
 from roadkit_pgrouting.database import Database, close_database, describe, open_database
 from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
+from roadkit_pgrouting.sql import Binder, send
 
 log = logging.getLogger(__name__)
 
 # Errors that mean "the database is gone" (as opposed to "this query failed").
-_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
-         asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, ConnectionError)
+_LOST = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    ConnectionError,
+)
 
 
 class PgRoutingSource(Source):
@@ -195,17 +205,13 @@ class PgRoutingSource(Source):
             log.info("source %s: the database is back, source green again", self.id)
 
     @contextlib.asynccontextmanager
-    async def _transaction(self, binder_settings: tuple[str, list[str]]) -> AsyncIterator[asyncpg.Connection]:
-        """A transaction with the statement time-out and the request's bound values set."""
+    async def _session(self, binder: Binder) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection with the statement time-out and the binder's values set (one round trip)."""
         if self.state is SourceState.RED or self._database is None:
             raise SourceUnavailable(f"source {self.id} is unavailable: {self.reason or 'not connected'}")
-        statement, values = binder_settings
-        timeout_ms = str(int(self.timeout * 1000))
         try:
-            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn, conn.transaction():
-                await conn.execute("SELECT set_config('statement_timeout', $1, true)", timeout_ms)
-                if values:
-                    await conn.execute(statement, *values)
+            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
+                await send(conn, binder, str(int(self.timeout * 1000)))
                 yield conn
         except asyncpg.QueryCanceledError:
             raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None

@@ -2,8 +2,8 @@
 
 pgRouting functions take the SQL of the graph as *text* that they run themselves, so request values
 cannot be ``$n`` parameters there. Every request value is instead bound with ``set_config`` (a
-bound parameter of our own statement, local to the transaction) and the text refers to it as
-``current_setting('roadkit.pN')::<type>``. The only other text in that SQL is column and table names
+bound parameter of our own statement, set on the pooled connection, whose ``RESET ALL`` on release
+clears it) and the text refers to it as ``current_setting('roadkit.pN')::<type>``. The only other text in that SQL is column and table names
 from the configuration, checked as identifiers and double-quoted. No text from a request reaches SQL.
 """
 
@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import asyncpg
 import attrs
 
 from roadkit.contract import Constraint, EngineError
@@ -20,11 +21,26 @@ from roadkit_pgrouting.options import IDENTIFIER, quote
 
 # Column types whose values are compared natively; other columns are compared as text.
 CASTS = {
-    "double precision": "float8", "real": "float4", "integer": "int4", "bigint": "int8", "smallint": "int2",
-    "numeric": "numeric", "text": "text", "character varying": "text", "character": "text", "boolean": "bool",
+    "double precision": "float8",
+    "real": "float4",
+    "integer": "int4",
+    "bigint": "int8",
+    "smallint": "int2",
+    "numeric": "numeric",
+    "text": "text",
+    "character varying": "text",
+    "character": "text",
+    "boolean": "bool",
 }
 CONDITIONS = {
-    "equal": "=", "=": "=", "inequal": "<>", "!=": "<>", "greater": ">", "greatereq": ">=", "less": "<", "lesseq": "<=",
+    "equal": "=",
+    "=": "=",
+    "inequal": "<>",
+    "!=": "<>",
+    "greater": ">",
+    "greatereq": ">=",
+    "less": "<",
+    "lesseq": "<=",
     "like": "LIKE",
 }
 NUMERIC_OPERATORS = {"=": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
@@ -47,6 +63,7 @@ class Binder:
     """Values bound for one transaction; ``ref`` gives the SQL text that reads one back."""
 
     values: list[str] = attrs.field(factory=list)
+    sent: int = 0  # values already set on the connection
 
     def ref(self, value: Any, cast: str) -> str:
         if isinstance(value, bool):
@@ -62,10 +79,26 @@ class Binder:
         """A bound array (``{1,2,3}``) of numbers."""
         return self.ref("{" + ",".join(repr(float(v)) if cast.startswith("float") else str(int(v)) for v in values) + "}", f"{cast}[]")
 
-    def settings(self) -> tuple[str, list[str]]:
-        """The statement that binds every value (``SELECT set_config(...)``) and its arguments."""
-        calls = ", ".join(f"set_config('roadkit.p{i}', ${i}, true)" for i in range(1, len(self.values) + 1))
-        return f"SELECT {calls or 1}", list(self.values)
+    def pending(self, statement_timeout: str | None = None) -> tuple[str, list[str]] | None:
+        """The statement that sets the values not set yet (and the time-out, when given), and its arguments.
+
+        Session-level settings (no transaction: that saves the BEGIN and COMMIT round trips); the pool's
+        ``RESET ALL`` clears them when the connection goes back. None when there is nothing to set.
+        """
+        names = [("statement_timeout", statement_timeout)] if statement_timeout is not None else []
+        names += [(f"roadkit.p{i}", self.values[i - 1]) for i in range(self.sent + 1, len(self.values) + 1)]
+        self.sent = len(self.values)
+        if not names:
+            return None
+        calls = ", ".join(f"set_config('{name}', ${i}, false)" for i, (name, _) in enumerate(names, 1))
+        return f"SELECT {calls}", [value for _, value in names]
+
+
+async def send(conn: asyncpg.Connection, binder: Binder, statement_timeout: str | None = None) -> None:
+    """Set the binder's new values on the connection (one round trip, none when nothing is new)."""
+    pending = binder.pending(statement_timeout)
+    if pending is not None:
+        await conn.execute(pending[0], *pending[1])
 
 
 def _column(columns: Mapping[str, str], name: str | None, what: str) -> tuple[str, str]:

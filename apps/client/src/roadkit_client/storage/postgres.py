@@ -40,9 +40,7 @@ CREATE TABLE IF NOT EXISTS login_requests (
 );
 """
 
-_SESSION_COLUMNS = (
-    "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
-)
+_SESSION_COLUMNS = "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
 
 
 class PostgresStorage:
@@ -73,18 +71,25 @@ class PostgresStorage:
     async def list_documents(self, owner: str) -> list[Document]:
         """The owner's documents, newest first."""
         rows = await self.pool.fetch(
-            "SELECT id, owner, title, type, date, geojson::text AS geojson FROM documents "
-            "WHERE owner = $1 ORDER BY seq DESC", owner,
+            "SELECT id, owner, title, type, date, geojson::text AS geojson FROM documents WHERE owner = $1 ORDER BY seq DESC",
+            owner,
         )
-        return [Document(id=r["id"], owner=r["owner"], title=r["title"], type=r["type"], date=r["date"],
-                         geojson=decode_geojson(r["geojson"])) for r in rows]
+        return [
+            Document(id=r["id"], owner=r["owner"], title=r["title"], type=r["type"], date=r["date"], geojson=decode_geojson(r["geojson"]))
+            for r in rows
+        ]
 
     async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
         """Insert a document."""
         document = Document(id=new_id(), owner=owner, title=title, type=type_, date=utc_now_iso(), geojson=geojson)
         await self.pool.execute(
             "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
-            document.id, owner, title, type_, document.date, Document.geojson_text(geojson),
+            document.id,
+            owner,
+            title,
+            type_,
+            document.date,
+            Document.geojson_text(geojson),
         )
         return document
 
@@ -101,8 +106,15 @@ class PostgresStorage:
             "refresh_token = EXCLUDED.refresh_token, id_token = EXCLUDED.id_token, "
             "access_expires_at = EXCLUDED.access_expires_at, refresh_expires_at = EXCLUDED.refresh_expires_at, "
             "created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at",
-            record.id_hash, record.subject, record.access_token, record.refresh_token, record.id_token,
-            record.access_expires_at, record.refresh_expires_at, record.created_at, record.expires_at,
+            record.id_hash,
+            record.subject,
+            record.access_token,
+            record.refresh_token,
+            record.id_token,
+            record.access_expires_at,
+            record.refresh_expires_at,
+            record.created_at,
+            record.expires_at,
         )
 
     async def get_session(self, id_hash: str) -> SessionRecord | None:
@@ -121,11 +133,17 @@ class PostgresStorage:
             await conn.execute(
                 "INSERT INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
                 "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id_hash) DO NOTHING",
-                request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at,
+                request.id_hash,
+                request.state,
+                request.code_verifier,
+                request.nonce,
+                request.app,
+                request.created_at,
             )
             await conn.execute(
                 "DELETE FROM login_requests WHERE id_hash IN (SELECT id_hash FROM login_requests "
-                "ORDER BY created_at DESC, id_hash DESC OFFSET $1)", max_pending,
+                "ORDER BY created_at DESC, id_hash DESC OFFSET $1)",
+                max_pending,
             )
 
     async def count_login_requests(self) -> int:
@@ -136,7 +154,7 @@ class PostgresStorage:
     async def take_login_request(self, id_hash: str) -> LoginRequest | None:
         """Return and delete a login in progress (one statement, so two callers cannot both get it)."""
         row = await self.pool.fetchrow(
-            "DELETE FROM login_requests WHERE id_hash = $1 "
-            "RETURNING id_hash, state, code_verifier, nonce, app, created_at", id_hash,
+            "DELETE FROM login_requests WHERE id_hash = $1 RETURNING id_hash, state, code_verifier, nonce, app, created_at",
+            id_hash,
         )
         return LoginRequest(*row.values()) if row else None

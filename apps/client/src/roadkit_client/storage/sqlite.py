@@ -45,9 +45,7 @@ CREATE TABLE IF NOT EXISTS login_requests (
 );
 """
 
-_SESSION_COLUMNS = (
-    "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
-)
+_SESSION_COLUMNS = "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
 
 
 class SqliteStorage:
@@ -82,40 +80,49 @@ class SqliteStorage:
 
     async def list_documents(self, owner: str) -> list[Document]:
         """The owner's documents, newest first."""
-        rows = await self._run(lambda db: db.execute(
-            "SELECT id, owner, title, type, date, geojson FROM documents WHERE owner = ? ORDER BY seq DESC", (owner,)
-        ).fetchall())
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT id, owner, title, type, date, geojson FROM documents WHERE owner = ? ORDER BY seq DESC", (owner,)
+            ).fetchall()
+        )
         return [Document(id=r[0], owner=r[1], title=r[2], type=r[3], date=r[4], geojson=decode_geojson(r[5])) for r in rows]
 
     async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
         """Insert a document."""
         document = Document(id=new_id(), owner=owner, title=title, type=type_, date=utc_now_iso(), geojson=geojson)
-        await self._run(lambda db: db.execute(
-            "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES (?, ?, ?, ?, ?, ?)",
-            (document.id, owner, title, type_, document.date, Document.geojson_text(geojson)),
-        ))
+        await self._run(
+            lambda db: db.execute(
+                "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES (?, ?, ?, ?, ?, ?)",
+                (document.id, owner, title, type_, document.date, Document.geojson_text(geojson)),
+            )
+        )
         return document
 
     async def delete_document(self, owner: str, document_id: str) -> bool:
         """Delete when it is the owner's."""
-        count = await self._run(lambda db: db.execute(
-            "DELETE FROM documents WHERE owner = ? AND id = ?", (owner, document_id)
-        ).rowcount)
+        count = await self._run(lambda db: db.execute("DELETE FROM documents WHERE owner = ? AND id = ?", (owner, document_id)).rowcount)
         return count > 0
 
     async def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session."""
-        values = (record.id_hash, record.subject, record.access_token, record.refresh_token, record.id_token,
-                  record.access_expires_at, record.refresh_expires_at, record.created_at, record.expires_at)
-        await self._run(lambda db: db.execute(
-            f"INSERT OR REPLACE INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values
-        ))
+        values = (
+            record.id_hash,
+            record.subject,
+            record.access_token,
+            record.refresh_token,
+            record.id_token,
+            record.access_expires_at,
+            record.refresh_expires_at,
+            record.created_at,
+            record.expires_at,
+        )
+        await self._run(
+            lambda db: db.execute(f"INSERT OR REPLACE INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+        )
 
     async def get_session(self, id_hash: str) -> SessionRecord | None:
         """A session by cookie hash."""
-        row = await self._run(lambda db: db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id_hash = ?", (id_hash,)
-        ).fetchone())
+        row = await self._run(lambda db: db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id_hash = ?", (id_hash,)).fetchone())
         return SessionRecord(*row) if row else None
 
     async def delete_session(self, id_hash: str) -> None:
@@ -124,16 +131,17 @@ class SqliteStorage:
 
     async def save_login_request(self, request: LoginRequest, *, expired_before: float, max_pending: int) -> None:
         """Purge expired logins, remember this one, drop the oldest past ``max_pending`` (one transaction)."""
+
         def save(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM login_requests WHERE created_at < ?", (expired_before,))
             db.execute(
-                "INSERT OR REPLACE INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO login_requests (id_hash, state, code_verifier, nonce, app, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (request.id_hash, request.state, request.code_verifier, request.nonce, request.app, request.created_at),
             )
             db.execute(
                 "DELETE FROM login_requests WHERE id_hash IN (SELECT id_hash FROM login_requests "
-                "ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (max_pending,),
+                "ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                (max_pending,),
             )
 
         await self._run(save)
@@ -145,6 +153,7 @@ class SqliteStorage:
 
     async def take_login_request(self, id_hash: str) -> LoginRequest | None:
         """Return and delete a login in progress."""
+
         def take(db: sqlite3.Connection) -> Any:
             row = db.execute(
                 "SELECT id_hash, state, code_verifier, nonce, app, created_at FROM login_requests WHERE id_hash = ?",

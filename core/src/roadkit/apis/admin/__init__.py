@@ -47,13 +47,15 @@ def create_admin_app(admin: Administrator) -> Starlette:
 
     async def index(request: Request) -> Response:
         base = base_url(request) + PREFIX
-        return JSONResponse({
-            "api": {"name": "admin", "version": "1.0.0"},
-            "links": [
-                {"rel": "service-desc", "href": f"{base}/openapi.json"},
-                {"rel": "service-doc", "href": f"{base}/openapi"},
-            ],
-        })
+        return JSONResponse(
+            {
+                "api": {"name": "admin", "version": "1.0.0"},
+                "links": [
+                    {"rel": "service-desc", "href": f"{base}/openapi.json"},
+                    {"rel": "service-doc", "href": f"{base}/openapi"},
+                ],
+            }
+        )
 
     async def version(request: Request) -> Response:
         return JSONResponse({"version": __version__})

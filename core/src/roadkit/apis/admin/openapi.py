@@ -24,10 +24,20 @@ def _get(op_id: str, summary: str, responses: dict[str, Any], parameters: list[d
 
 
 # Ids as the service reads them: an id of the grammar that names nothing is a 404, blank text a 400.
-_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
-            "description": "A managed service id."}
-_PROJECTION = {"name": "projection", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"},
-               "description": "A projection id, e.g. EPSG:2154."}
+_SERVICE = {
+    "name": "service",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
+    "description": "A managed service id.",
+}
+_PROJECTION = {
+    "name": "projection",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"},
+    "description": "A projection id, e.g. EPSG:2154.",
+}
 _BLANK = {"description": "A blank id (the message names the parameter)", **_ERROR}
 
 
@@ -51,13 +61,18 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
             "/health": _get(
                 "health",
                 "Health of the administrator, of every service and every source. 503 unless the global state is green.",
-                {"200": _ok("Everything is green", {"$ref": "#/components/schemas/Health"}), "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"})},
+                {
+                    "200": _ok("Everything is green", {"$ref": "#/components/schemas/Health"}),
+                    "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"}),
+                },
             ),
             "/configuration": _get("configuration", "The server file as loaded.", {"200": _ok("Configuration", {"type": "object"})}),
             "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
             "/services/{service}": _get(
-                "service", "One managed service with its configuration.",
-                {"200": _ok("Service", service_ref), "400": _BLANK, "404": {"description": "Unknown service", **_ERROR}}, [_SERVICE],
+                "service",
+                "One managed service with its configuration.",
+                {"200": _ok("Service", service_ref), "400": _BLANK, "404": {"description": "Unknown service", **_ERROR}},
+                [_SERVICE],
             ),
             "/services/{service}/restart": _get(
                 "restart",
@@ -72,7 +87,8 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                 [_SERVICE],
             ),
             "/services/{service}/projections/{projection}": _get(
-                "projection", "A projection of a service and its parameters.",
+                "projection",
+                "A projection of a service and its parameters.",
                 {
                     "200": _ok("Projection", {"$ref": "#/components/schemas/Projection"}),
                     "400": _BLANK,
@@ -84,7 +100,12 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
         },
         "components": {
             "schemas": {
-                "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}}},
+                "Error": {
+                    "type": "object",
+                    "properties": {
+                        "error": {"type": "object", "properties": {"errorType": {"type": "string"}, "message": {"type": "string"}}}
+                    },
+                },
                 "Version": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
                 "State": {"type": "string", "enum": [str(state) for state in HealthState]},
                 "Health": {
@@ -102,7 +123,18 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                                     "state": {"$ref": "#/components/schemas/State"},
                                     "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
                                     "reason": {"type": "string"},
-                                    "sources": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "type": {"type": "string"}, "state": {"$ref": "#/components/schemas/State"}, "reason": {"type": "string"}}}},
+                                    "sources": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "id": {"type": "string"},
+                                                "type": {"type": "string"},
+                                                "state": {"$ref": "#/components/schemas/State"},
+                                                "reason": {"type": "string"},
+                                            },
+                                        },
+                                    },
                                 },
                             },
                         },
@@ -114,7 +146,7 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                     "properties": {
                         "id": {"type": "string"},
                         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
-                        "workers": {"type": "integer", "minimum": 1, "description": "Worker processes (\"auto\" resolved to the cores)."},
+                        "workers": {"type": "integer", "minimum": 1, "description": 'Worker processes ("auto" resolved to the cores).'},
                         "configurationFile": {"type": "string"},
                         "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
                         "processes": {
@@ -124,7 +156,10 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                                 "properties": {
                                     "worker": {"type": "integer"},
                                     "pid": {"type": ["integer", "null"]},
-                                    "state": {"type": "string", "enum": sorted({"starting", "ready", "stopping", "exited", *map(str, Lifecycle)})},
+                                    "state": {
+                                        "type": "string",
+                                        "enum": sorted({"starting", "ready", "stopping", "exited", *map(str, Lifecycle)}),
+                                    },
                                 },
                             },
                         },
@@ -132,7 +167,9 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                         "processStarts": {"type": "integer", "description": "Worker processes started (0 in same-process mode)."},
                         "lastExit": {
                             "type": ["object", "null"],
-                            "description": "How the last worker process ended: its exit code or the signal's name; expected is false for a crash.",
+                            "description": (
+                                "How the last worker process ended: its exit code or the signal's name; expected is false for a crash."
+                            ),
                             "properties": {
                                 "worker": {"type": "integer"},
                                 "pid": {"type": "integer"},
@@ -147,7 +184,11 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                         "configurationError": {"type": "array", "items": {"type": "string"}},
                     },
                 },
-                "Projection": {"type": "object", "required": ["id", "parameters"], "properties": {"id": {"type": "string"}, "parameters": {"type": "string"}}},
+                "Projection": {
+                    "type": "object",
+                    "required": ["id", "parameters"],
+                    "properties": {"id": {"type": "string"}, "parameters": {"type": "string"}},
+                },
             }
         },
     }

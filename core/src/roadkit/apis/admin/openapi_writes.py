@@ -9,10 +9,19 @@ from roadkit.config.models import max_workers
 from roadkit.publication import ID_REGEX
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string", "pattern": ID_REGEX}, "description": "A managed service id."}
+_SERVICE = {
+    "name": "service",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": ID_REGEX},
+    "description": "A managed service id.",
+}
 _AUTH = {
     "401": {"description": "Authentication is configured and the bearer token is missing, wrong, expired or tampered with", **_ERROR},
-    "403": {"description": "A valid token without the configured role, or a write from a non-loopback client with no authentication configured", **_ERROR},
+    "403": {
+        "description": "A valid token without the configured role, or a write from a non-loopback client with no authentication configured",
+        **_ERROR,
+    },
 }
 _UNWRITABLE = {"description": "A file could not be written (disk full, read-only file system); nothing changed", **_ERROR}
 _INVALID = {"description": "Invalid body or id: the message lists every problem as 'file: key: expected ...', one per line", **_ERROR}
@@ -27,7 +36,9 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _id(name: str, what: str) -> dict[str, Any]:
     return {
-        "name": name, "in": "path", "required": True,
+        "name": name,
+        "in": "path",
+        "required": True,
         "schema": {"type": "string", "pattern": ID_REGEX},
         "description": f"A {what} id (also its file name).",
     }
@@ -37,23 +48,33 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{title}Document"}
     stored = {"type": "object", "required": ["id", "type"], "properties": {"id": {"type": "string"}, "type": {"type": "string"}}}
     item = _id(kind, kind)
+    # Source documents can hold credentials (a database password or DSN): read like a write (roadkit.auth.admin).
+    read_auth = _AUTH if kind == "source" else {}
     return {
         f"/services/{{service}}/{kind}s": {
             "get": {
-                "operationId": f"{kind}s", "summary": f"Every {kind} of a service as stored in its .{kind} files.",
+                "operationId": f"{kind}s",
+                "summary": f"Every {kind} of a service as stored in its .{kind} files.",
                 "parameters": [_SERVICE],
                 "responses": {
                     "200": {"description": f"{title}s", **_json({"type": "array", "items": {"type": "object"}})},
                     "400": {"description": f"A {kind} file of the service can't be read (the message names it)", **_ERROR},
+                    **read_auth,
                     "404": {"description": "Unknown service", **_ERROR},
                 },
             },
         },
         f"/services/{{service}}/{kind}s/{{{kind}}}": {
             "get": {
-                "operationId": f"get{title}", "summary": f"One {kind} as stored in its .{kind} file.",
+                "operationId": f"get{title}",
+                "summary": f"One {kind} as stored in its .{kind} file.",
                 "parameters": [_SERVICE, item],
-                "responses": {"200": {"description": title, **_json({"type": "object"})}, "400": _BAD_ID, "404": {"description": f"Unknown service or {kind}", **_ERROR}},
+                "responses": {
+                    "200": {"description": title, **_json({"type": "object"})},
+                    "400": _BAD_ID,
+                    **read_auth,
+                    "404": {"description": f"Unknown service or {kind}", **_ERROR},
+                },
             },
             "put": {
                 "operationId": f"put{title}",
@@ -78,12 +99,16 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                     },
                     "413": _TOO_LARGE,
                     "415": _MEDIA,
-                    "503": {"description": f"The running service can't apply the {kind} (the file is restored), or a file could not be written", **_ERROR},
+                    "503": {
+                        "description": f"The running service can't apply the {kind} (the file is restored), or a file could not be written",
+                        **_ERROR,
+                    },
                 },
             },
             "delete": {
                 "operationId": f"delete{title}",
-                "summary": f"Remove a {kind} from the running service, then its file." + (" A source still used by a resource is a 409." if kind == "source" else ""),
+                "summary": f"Remove a {kind} from the running service, then its file."
+                + (" A source still used by a resource is a 409." if kind == "source" else ""),
                 "parameters": [_SERVICE, item],
                 "responses": {
                     "204": {"description": "Removed"},
@@ -103,55 +128,88 @@ def write_paths() -> dict[str, Any]:
     service = {"$ref": "#/components/schemas/Service"}
     creation = {"$ref": "#/components/schemas/ServiceCreation"}
     change = {"$ref": "#/components/schemas/ServiceChange"}
-    return secured({
-        "/services": {
-            "post": {
-                "operationId": "createService",
-                "summary": "Create a service: its service file is written beside the server file, added to the server file, and the service started.",
-                "requestBody": {"required": True, **_json(creation)},
-                "responses": {
-                    "201": {"description": "Created and started (see lifecycle)", **_json(service)},
-                    "400": _INVALID,
-                    **_AUTH,
-                    "409": {"description": "A service with this id (or its file) already exists; a listener port is another service's or the administrator's; the projections folder or a certificate file does not exist", **_ERROR},
-                    "413": _TOO_LARGE,
-                    "415": _MEDIA,
-                    "503": _UNWRITABLE,
+    return secured(
+        {
+            "/services": {
+                "post": {
+                    "operationId": "createService",
+                    "summary": (
+                        "Create a service: its service file is written beside the server file, "
+                        "added to the server file, and the service started."
+                    ),
+                    "requestBody": {"required": True, **_json(creation)},
+                    "responses": {
+                        "201": {"description": "Created and started (see lifecycle)", **_json(service)},
+                        "400": _INVALID,
+                        **_AUTH,
+                        "409": {
+                            "description": (
+                                "A service with this id (or its file) already exists; a listener port is another service's or the "
+                                "administrator's; the projections folder or a certificate file does not exist"
+                            ),
+                            **_ERROR,
+                        },
+                        "413": _TOO_LARGE,
+                        "415": _MEDIA,
+                        "503": _UNWRITABLE,
+                    },
                 },
             },
-        },
-        "/services/{service}": {
-            "put": {
-                "operationId": "modifyService",
-                "summary": "Replace a service's configuration: checked, written atomically, then the service reloads (the old one serves until the new one is ready).",
-                "parameters": [_SERVICE],
-                "requestBody": {"required": True, **_json(change)},
-                "responses": {
-                    "200": {"description": "Changed", **_json(service)},
-                    "400": _INVALID,
-                    **_AUTH,
-                    "404": {"description": "Unknown service", **_ERROR},
-                    "409": {"description": "A listener port is another service's or the administrator's; the projections folder or a certificate file does not exist", **_ERROR},
-                    "413": _TOO_LARGE,
-                    "415": _MEDIA,
-                    "503": {"description": "The service can't start with the new configuration (the previous one keeps serving and the files are unchanged), or a file could not be written", **_ERROR},
+            "/services/{service}": {
+                "put": {
+                    "operationId": "modifyService",
+                    "summary": (
+                        "Replace a service's configuration: checked, written atomically, then the service "
+                        "reloads (the old one serves until the new one is ready)."
+                    ),
+                    "parameters": [_SERVICE],
+                    "requestBody": {"required": True, **_json(change)},
+                    "responses": {
+                        "200": {"description": "Changed", **_json(service)},
+                        "400": _INVALID,
+                        **_AUTH,
+                        "404": {"description": "Unknown service", **_ERROR},
+                        "409": {
+                            "description": (
+                                "A listener port is another service's or the administrator's; the "
+                                "projections folder or a certificate file does not exist"
+                            ),
+                            **_ERROR,
+                        },
+                        "413": _TOO_LARGE,
+                        "415": _MEDIA,
+                        "503": {
+                            "description": (
+                                "The service can't start with the new configuration (the previous one keeps serving "
+                                "and the files are unchanged), or a file could not be written"
+                            ),
+                            **_ERROR,
+                        },
+                    },
+                },
+                "delete": {
+                    "operationId": "deleteService",
+                    "summary": "Stop a service and remove it from the server file (its service, source and resource files stay).",
+                    "parameters": [_SERVICE],
+                    "responses": {
+                        "204": {"description": "Deleted"},
+                        **_AUTH,
+                        "404": {"description": "Unknown service", **_ERROR},
+                        "503": _UNWRITABLE,
+                    },
                 },
             },
-            "delete": {
-                "operationId": "deleteService",
-                "summary": "Stop a service and remove it from the server file (its service, source and resource files stay).",
-                "parameters": [_SERVICE],
-                "responses": {"204": {"description": "Deleted"}, **_AUTH, "404": {"description": "Unknown service", **_ERROR}, "503": _UNWRITABLE},
-            },
-        },
-        **_publication("source", "Source"),
-        **_publication("resource", "Resource"),
-    })
+            **_publication("source", "Source"),
+            **_publication("resource", "Resource"),
+        }
+    )
 
 
 #: Writes take a bearer token when [administrator.auth] is configured; none from loopback without it.
 SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {}]
-SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer", "description": "An IAM access token carrying the admin role, or a static admin token."}}
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "An IAM access token carrying the admin role, or a static admin token."}
+}
 
 
 def secured(paths: dict[str, Any]) -> dict[str, Any]:
@@ -181,31 +239,40 @@ def _positive(description: str) -> dict[str, Any]:
 
 def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
     """The keys of a service file as JSON (what ``parse_service`` accepts from the admin API)."""
-    listener = _closed({
-        "id": _TEXT,
-        "host": {"type": "string", "pattern": "^[^\\u0000]*$", "description": "Host name or address (127.0.0.1 when left out)."},
-        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
-        "certfile": {**_PATH, "description": "HTTPS certificate: a readable file on the server (with keyfile)."},
-        "keyfile": {**_PATH, "description": "HTTPS key: a readable file on the server (with certfile)."},
-    })
+    listener = _closed(
+        {
+            "id": _TEXT,
+            "host": {"type": "string", "pattern": "^[^\\u0000]*$", "description": "Host name or address (127.0.0.1 when left out)."},
+            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "certfile": {**_PATH, "description": "HTTPS certificate: a readable file on the server (with keyfile)."},
+            "keyfile": {**_PATH, "description": "HTTPS key: a readable file on the server (with certfile)."},
+        }
+    )
     listener["dependentRequired"] = {"certfile": ["keyfile"], "keyfile": ["certfile"]}
     return _closed(
         {
             "application": _closed(
                 {
-                    "name": _TEXT, "title": _TEXT, "description": _TEXT, "language": _TEXT,
+                    "name": _TEXT,
+                    "title": _TEXT,
+                    "description": _TEXT,
+                    "language": _TEXT,
                     # Road2's shapes are accepted too: {"email": ...} and {"keyword": ...}.
                     "contact": {"anyOf": [_TEXT, _closed({"email": _TEXT})]},
-                    "keywords": {"anyOf": [
-                        {"type": "array", "items": _TEXT},
-                        _closed({"keyword": {"anyOf": [_TEXT, {"type": "array", "items": _TEXT}]}}, ("keyword",)),
-                    ]},
+                    "keywords": {
+                        "anyOf": [
+                            {"type": "array", "items": _TEXT},
+                            _closed({"keyword": {"anyOf": [_TEXT, {"type": "array", "items": _TEXT}]}}, ("keyword",)),
+                        ]
+                    },
                     "provider": _closed({"name": _TEXT, "mail": _TEXT, "site": _TEXT}, ("name", "mail")),
                 },
                 ("name", "title", "description"),
             ),
             "listeners": {
-                "type": "array", "items": listener, "maxItems": 1,
+                "type": "array",
+                "items": listener,
+                "maxItems": 1,
                 "description": "The service's listeners (one main listener by default on 127.0.0.1:8080).",
             },
             "apis": {
@@ -213,17 +280,25 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
                 "items": {"enum": [{"name": name, "version": version} for name, version in apis]},
                 "description": "The APIs served, among those the installed plugins provide.",
             },
-            "folders": _closed({
-                "sources": {"type": "array", "items": _PATH, "description": "Created when missing."},
-                "resources": {"type": "array", "items": _PATH, "description": "Created when missing."},
-                "projections": {**_PATH, "description": "An existing folder of projection files."},
-            }),
-            "limits": _closed({
-                "engine_timeout": _positive("Seconds an engine may take to answer."),
-                "max_body_bytes": {"type": "integer", "minimum": 1},
-                "connect_retry_initial": _positive("Seconds before a failed source connection is tried again, doubled after each failure."),
-                "connect_retry_max": _positive("Longest wait between two connection attempts (a value below connect_retry_initial caps every wait)."),
-            }),
+            "folders": _closed(
+                {
+                    "sources": {"type": "array", "items": _PATH, "description": "Created when missing."},
+                    "resources": {"type": "array", "items": _PATH, "description": "Created when missing."},
+                    "projections": {**_PATH, "description": "An existing folder of projection files."},
+                }
+            ),
+            "limits": _closed(
+                {
+                    "engine_timeout": _positive("Seconds an engine may take to answer."),
+                    "max_body_bytes": {"type": "integer", "minimum": 1},
+                    "connect_retry_initial": _positive(
+                        "Seconds before a failed source connection is tried again, doubled after each failure."
+                    ),
+                    "connect_retry_max": _positive(
+                        "Longest wait between two connection attempts (a value below connect_retry_initial caps every wait)."
+                    ),
+                }
+            ),
         },
         ("application",),
     )
@@ -232,7 +307,7 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
 def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource_types: list[str]) -> dict[str, Any]:
     """The schemas the write operations refer to, exact for the installed plugins."""
     workers = {
-        "description": f"Worker processes: \"auto\" (one per usable core) or 1 to {max_workers()}; more than 1 needs child-process.",
+        "description": f'Worker processes: "auto" (one per usable core) or 1 to {max_workers()}; more than 1 needs child-process.',
         "anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": max_workers()}],
     }
     entry = {
@@ -247,7 +322,10 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
     return {
         "ServiceConfiguration": service_configuration(apis),
         "ServiceCreation": {
-            **_closed({"id": {"type": "string", "pattern": ID_REGEX, "description": "The new service's id (also its file name)."}, **entry}, ("id", "configuration")),
+            **_closed(
+                {"id": {"type": "string", "pattern": ID_REGEX, "description": "The new service's id (also its file name)."}, **entry},
+                ("id", "configuration"),
+            ),
             "anyOf": [single, several],
         },
         "ServiceChange": {

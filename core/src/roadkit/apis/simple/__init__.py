@@ -28,10 +28,7 @@ Handler = Callable[["Service", dict[str, Any]], Awaitable[dict[str, Any]]]
 def operation_names(environ: dict[str, str] | None = None) -> dict[str, str]:
     """Path names of the operations (``ROUTE_ROUTE``, ``ISOCHRONE_ROUTE``, ``NEAREST_ROUTE``)."""
     env = os.environ if environ is None else environ
-    return {
-        op: (env.get(f"{op.upper()}_ROUTE") or op).strip("/")
-        for op in ("route", "isochrone", "nearest")
-    }
+    return {op: (env.get(f"{op.upper()}_ROUTE") or op).strip("/") for op in ("route", "isochrone", "nearest")}
 
 
 def build_routes(service: Service) -> list[BaseRoute]:

@@ -105,7 +105,9 @@ class Inputs:
             if box is not None:
                 for axis, value, lo, hi in (("x", point[0], box[0], box[2]), ("y", point[1], box[1], box[3])):
                     if not lo <= value <= hi:
-                        raise ParameterInvalid(param.name, f"{axis} = {value:g} is not in the bbox: expected between {lo:.2f} and {hi:.2f} in {crs}")
+                        raise ParameterInvalid(
+                            param.name, f"{axis} = {value:g} is not in the bbox: expected between {lo:.2f} and {hi:.2f} in {crs}"
+                        )
                 return
         try:
             in_bbox_crs = self.projections.transform_point(point, crs, param.projection)

@@ -42,7 +42,10 @@ SCHEMAS: dict[str, Any] = {
     "RouteResponse": {
         "type": "object",
         "properties": {
-            **{k: {"type": "string"} for k in ("resource", "resourceVersion", "start", "end", "profile", "optimization", "crs", "distanceUnit", "timeUnit")},
+            **{
+                k: {"type": "string"}
+                for k in ("resource", "resourceVersion", "start", "end", "profile", "optimization", "crs", "distanceUnit", "timeUnit")
+            },
             "geometry": _GEOMETRY,
             "bbox": _BBOX,
             "distance": {"type": "number"},
@@ -72,13 +75,19 @@ SCHEMAS: dict[str, Any] = {
             "cost values, contours lists one nested polygon per value, smallest first as given."
         ),
         "properties": {
-            **{k: {"type": "string"} for k in ("point", "resource", "resourceVersion", "costType", "timeUnit", "distanceUnit", "profile", "direction", "crs")},
+            **{
+                k: {"type": "string"}
+                for k in ("point", "resource", "resourceVersion", "costType", "timeUnit", "distanceUnit", "profile", "direction", "crs")
+            },
             "costValue": {"oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]},
             "geometry": _GEOMETRY,
             "reachable": {"type": "boolean"},
             "contours": {
                 "type": "array",
-                "items": {"type": "object", "properties": {"costValue": {"type": "number"}, "geometry": _GEOMETRY, "reachable": {"type": "boolean"}}},
+                "items": {
+                    "type": "object",
+                    "properties": {"costValue": {"type": "number"}, "geometry": _GEOMETRY, "reachable": {"type": "boolean"}},
+                },
             },
             "constraints": _CONSTRAINT_ECHO,
         },
@@ -130,12 +139,22 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
             "get": {
                 "operationId": "getcapabilities",
                 "summary": "What the service offers: operations, parameters, resources and their values.",
-                "responses": {"200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}}}},
+                "responses": {
+                    "200": {
+                        "description": "Success",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}},
+                    }
+                },
             },
             "post": {
                 "operationId": "getcapabilities-post",
                 "summary": "The same as GET (Road2 accepts both).",
-                "responses": {"200": {"description": "Success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}}}},
+                "responses": {
+                    "200": {
+                        "description": "Success",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Capabilities"}}},
+                    }
+                },
             },
         }
     }
@@ -150,25 +169,39 @@ def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict
                 "operationId": f"{op}-get",
                 "summary": DESCRIPTIONS[op],
                 "description": _descriptions(op),
-                "parameters": [{
-                    "name": "parameters", "in": "query", "style": "form", "explode": True, "required": True,
-                    "description": "Every parameter is its own query parameter (?resource=...&start=...); values as text.",
-                    "schema": request_schema(service, op, resources, post=False, shared=shared),
-                }],
+                "parameters": [
+                    {
+                        "name": "parameters",
+                        "in": "query",
+                        "style": "form",
+                        "explode": True,
+                        "required": True,
+                        "description": "Every parameter is its own query parameter (?resource=...&start=...); values as text.",
+                        "schema": request_schema(service, op, resources, post=False, shared=shared),
+                    }
+                ],
                 "responses": _responses(schemas[op]),
             },
             "post": {
                 "operationId": f"{op}-post",
                 "summary": DESCRIPTIONS[op] + " Parameters in a JSON body; scalars may be JSON strings or native values.",
                 "description": _descriptions(op),
-                "requestBody": {"required": True, "content": {"application/json": {"schema": request_schema(service, op, resources, post=True, shared=shared)}}},
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": request_schema(service, op, resources, post=True, shared=shared)}},
+                },
                 "responses": _responses(schemas[op]),
             },
         }
     app = service.config.application
     return {
         "openapi": "3.1.0",
-        "info": {"title": f"{app.title} — simple API", "version": "1.0.0", "description": app.description, "x-roadkit-version": __version__},
+        "info": {
+            "title": f"{app.title} — simple API",
+            "version": "1.0.0",
+            "description": app.description,
+            "x-roadkit-version": __version__,
+        },
         "servers": [{"url": base}],
         "paths": paths,
         "components": {"schemas": {**SCHEMAS, **shared.schemas}},

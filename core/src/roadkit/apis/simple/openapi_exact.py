@@ -131,7 +131,9 @@ def decimal_pattern(lo: float, hi: float, *, integer: bool = False) -> str | Non
 
 
 @functools.lru_cache(maxsize=256)
-def inner_box(projections: ProjectionRegistry, bbox: tuple[float, float, float, float], projection: str, crs: str) -> tuple[float, float, float, float] | None:
+def inner_box(
+    projections: ProjectionRegistry, bbox: tuple[float, float, float, float], projection: str, crs: str
+) -> tuple[float, float, float, float] | None:
     """An axis-aligned box in ``crs`` whose points all fall inside ``bbox`` (given in ``projection``).
 
     The simple API checks points given in another CRS against this box (``Inputs.check_point``), so
@@ -198,16 +200,32 @@ def parameter_schema(service: Service, param: Parameter, crs: str, *, post: bool
             return None
         if spec.multi:
             text = {"type": "string", "pattern": _multi_text(f"{_WS}{item}{_WS}", spec)}
-            pair = {"type": "array", "prefixItems": [{"type": "number", "minimum": box[0], "maximum": box[2]},
-                                                     {"type": "number", "minimum": box[1], "maximum": box[3]}],
-                    "items": False, "minItems": 2}
-            native = {"type": "array", "items": {"anyOf": [pair, {"type": "string", "pattern": _anchored(f"{_WS}{item}{_WS}")}]},
-                      "minItems": max(spec.min, 1), "maxItems": spec.max}
+            pair = {
+                "type": "array",
+                "prefixItems": [
+                    {"type": "number", "minimum": box[0], "maximum": box[2]},
+                    {"type": "number", "minimum": box[1], "maximum": box[3]},
+                ],
+                "items": False,
+                "minItems": 2,
+            }
+            native = {
+                "type": "array",
+                "items": {"anyOf": [pair, {"type": "string", "pattern": _anchored(f"{_WS}{item}{_WS}")}]},
+                "minItems": max(spec.min, 1),
+                "maxItems": spec.max,
+            }
             return _text_or_native(text, native, post=post)
         text = {"type": "string", "pattern": _anchored(f"{_WS}{item}{_WS}")}
-        native = {"type": "array", "prefixItems": [{"type": "number", "minimum": box[0], "maximum": box[2]},
-                                                   {"type": "number", "minimum": box[1], "maximum": box[3]}],
-                  "items": False, "minItems": 2}
+        native = {
+            "type": "array",
+            "prefixItems": [
+                {"type": "number", "minimum": box[0], "maximum": box[2]},
+                {"type": "number", "minimum": box[1], "maximum": box[3]},
+            ],
+            "items": False,
+            "minItems": 2,
+        }
         return _text_or_native(text, native, post=post)
     if isinstance(param, EnumParameter):
         if not param.values:

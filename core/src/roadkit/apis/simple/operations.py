@@ -52,6 +52,8 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     check_bans(resource.operation("route")["constraints"], source, constraints, f"profile '{profile}' and optimization '{optimization}'")
 
     points = service.projections.transform([start, *intermediates, end], crs, source.projection)
+    # Nothing needs the coordinates: the engine may write the polyline itself (OSRM does).
+    encoded = fmt == "polyline" and not get_bbox and not steps and crs == source.projection
     request = RouteRequest(
         points=tuple(points),
         cost=Cost(profile, optimization),
@@ -59,6 +61,7 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
         ways_attributes=tuple(ways_attributes),
         constraints=tuple(constraints),
         date_time=date_time,
+        polyline=encoded,
     )
     result = await source.route(request)
 
@@ -100,7 +103,7 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
         "end": _xy(end_out),
         "profile": profile,
         "optimization": optimization,
-        "geometry": write_geometry(line(geometry), fmt),
+        "geometry": result.extras["polyline"] if encoded and "polyline" in result.extras else write_geometry(line(geometry), fmt),
         "crs": crs,
         "distanceUnit": distance_unit,
         "timeUnit": time_unit,

@@ -108,9 +108,7 @@ class NativeHandler:
             return _error(400, "InvalidProfile", f"Profile {wanted} not found on resource {resource.id} (known: {known})")
         source, cost = chosen
         if not isinstance(source, NativeSource) or url.service not in getattr(source, "native_services", frozenset()):
-            return _error(
-                400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})"
-            )
+            return _error(400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})")
         body: bytes | None = None
         try:
             if post:
@@ -155,7 +153,12 @@ class NativeHandler:
             if not services:
                 continue
             listed.append(
-                {"id": resource.id, "description": resource.config.description, "profiles": settings.profiles(resource), "services": services}
+                {
+                    "id": resource.id,
+                    "description": resource.config.description,
+                    "profiles": settings.profiles(resource),
+                    "services": services,
+                }
             )
         return listed
 

@@ -8,7 +8,8 @@ A source kind that can answer the native OSRM API implements::
 osrm-bindings); ``request.path`` is the URL osrm-routed would receive, ``/{service}/v{version}/{profile}/{query}``
 (``profile`` is the name the client used, ``cost`` the resource's cost it chose), so that a source
 forwarding to a remote osrm-routed sends ``/{service}/v1/{its profile}/{request.query}`` (the query is
-as osrm-routed's parser received it: URI-decoded) and returns the server's status and body unchanged. Limits of the resource are in ``request.limits``;
+as osrm-routed's parser received it: URI-decoded) and returns the server's status and body unchanged.
+Limits of the resource are in ``request.limits``;
 :func:`roadkit_osrm.native.limits.check_limits` applies them the way osrm-routed does.
 """
 

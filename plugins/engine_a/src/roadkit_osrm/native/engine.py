@@ -18,7 +18,13 @@ _KEYWORDS = {
     "table": (*_COMMON, "sources", "destinations", "annotations", "fallback_speed", "fallback_coordinate_type", "scale_factor"),
     "nearest": _COMMON,
 }
-_CLASSES = {"route": "RouteParameters", "trip": "TripParameters", "match": "MatchParameters", "table": "TableParameters", "nearest": "NearestParameters"}
+_CLASSES = {
+    "route": "RouteParameters",
+    "trip": "TripParameters",
+    "match": "MatchParameters",
+    "table": "TableParameters",
+    "nearest": "NearestParameters",
+}
 _METHODS = {"route": "Route", "trip": "Trip", "match": "Match", "table": "Table", "nearest": "Nearest"}
 
 
@@ -88,7 +94,9 @@ def refusal(request: NativeRequest, engine: Any = None) -> tuple[Any, NativeAnsw
         return tile_parameters, None
     try:
         # osrm-bindings lacks overview=by_legs; the checks below do not depend on the overview
-        built = build_parameters(service, {k: v for k, v in params.items() if k != "overview"} if params.get("overview") == "by_legs" else params)
+        built = build_parameters(
+            service, {k: v for k, v in params.items() if k != "overview"} if params.get("overview") == "by_legs" else params
+        )
     except (TypeError, ValueError, OverflowError) as exc:
         return None, NativeAnswer(400, error_body("InvalidValue", str(exc).splitlines()[0]))
     if not built.IsValid():

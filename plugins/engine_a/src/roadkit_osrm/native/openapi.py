@@ -14,7 +14,10 @@ _JSON = "application/json"
 _OSRM_ANSWER = {
     "type": "object",
     "required": ["code"],
-    "properties": {"code": {"type": "string", "description": "Ok, or an osrm-routed error code (InvalidQuery, NoSegment, TooBig...)"}, "message": {"type": "string"}},
+    "properties": {
+        "code": {"type": "string", "description": "Ok, or an osrm-routed error code (InvalidQuery, NoSegment, TooBig...)"},
+        "message": {"type": "string"},
+    },
     "additionalProperties": True,
 }
 _OPTIONS = (
@@ -40,7 +43,10 @@ def _answers() -> dict[str, Any]:
             "description": "osrm-routed's answer (a Mapbox vector tile for tile)",
             "content": {_JSON: {"schema": _OSRM_ANSWER}, "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}}},
         },
-        "400": {"description": "osrm-routed's error answer, or an unknown profile (InvalidProfile) or a service the engine cannot answer", **answer},
+        "400": {
+            "description": "osrm-routed's error answer, or an unknown profile (InvalidProfile) or a service the engine cannot answer",
+            **answer,
+        },
         "404": {"description": "Unknown resource (InvalidResource)", **answer},
         "503": {"description": "The service is starting, or the resource's settings are invalid", **answer},
     }
@@ -50,14 +56,20 @@ def native_openapi(base: str) -> dict[str, Any]:
     """The native API's OpenAPI document, its server at ``base`` (``.../osrm/1.0.0``)."""
     resource = _path("resource", "A resource of the service (see /resources).")
     service = _path("service", "An OSRM service.", list(SERVICES))
-    coordinates = _path("coordinates", "`{lon},{lat};{lon},{lat}...`, `polyline({encoded})` or `polyline6({encoded})`, optionally followed by `.json`; for tile, `tile({x},{y},{z}).mvt`.")
+    coordinates = _path(
+        "coordinates",
+        "`{lon},{lat};{lon},{lat}...`, `polyline({encoded})` or `polyline6({encoded})`, "
+        "optionally followed by `.json`; for tile, `tile({x},{y},{z}).mvt`.",
+    )
     options = {"name": "options", "in": "query", "required": False, "schema": {"type": "string"}, "description": _OPTIONS}
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "roadkit native OSRM API",
             "version": "1.0.0",
-            "description": "osrm-routed's HTTP API v1 on roadkit's resources: same URLs (under a resource), options, limits, answers and errors.",
+            "description": (
+                "osrm-routed's HTTP API v1 on roadkit's resources: same URLs (under a resource), options, limits, answers and errors."
+            ),
         },
         "servers": [{"url": base}],
         "paths": {
@@ -66,7 +78,10 @@ def native_openapi(base: str) -> dict[str, Any]:
                     "operationId": "resources",
                     "summary": "The resources with their profiles, optimizations, aliases and services.",
                     "responses": {
-                        "200": {"description": "The resources", "content": {_JSON: {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Resource"}}}}},
+                        "200": {
+                            "description": "The resources",
+                            "content": {_JSON: {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Resource"}}}},
+                        },
                         "503": {"description": "The service is starting", "content": {_JSON: {"schema": _OSRM_ANSWER}}},
                     },
                 }
@@ -75,7 +90,13 @@ def native_openapi(base: str) -> dict[str, Any]:
                 "get": {
                     "operationId": "osrm",
                     "summary": "OSRM's URL under a resource; the profile names a cost's profile or an alias of the resource.",
-                    "parameters": [resource, service, _path("profile", "A profile of the resource or an alias (alphanumeric)."), coordinates, options],
+                    "parameters": [
+                        resource,
+                        service,
+                        _path("profile", "A profile of the resource or an alias (alphanumeric)."),
+                        coordinates,
+                        options,
+                    ],
                     "responses": _answers(),
                 }
             },
@@ -83,7 +104,14 @@ def native_openapi(base: str) -> dict[str, Any]:
                 "get": {
                     "operationId": "road2",
                     "summary": "Road2's URL: profile and optimization of the resource, then OSRM's URL with `_` as its profile.",
-                    "parameters": [resource, _path("profile", "A profile of the resource."), _path("optimization", "An optimization of the profile."), service, coordinates, options],
+                    "parameters": [
+                        resource,
+                        _path("profile", "A profile of the resource."),
+                        _path("optimization", "An optimization of the profile."),
+                        service,
+                        coordinates,
+                        options,
+                    ],
                     "responses": _answers(),
                 }
             },
@@ -104,7 +132,10 @@ def native_openapi(base: str) -> dict[str, Any]:
                                 "required": ["id", "optimizations", "aliases"],
                                 "properties": {
                                     "id": {"type": "string"},
-                                    "optimizations": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}},
+                                    "optimizations": {
+                                        "type": "array",
+                                        "items": {"type": "object", "properties": {"id": {"type": "string"}}},
+                                    },
                                     "aliases": {"type": "array", "items": {"type": "string"}},
                                 },
                             },

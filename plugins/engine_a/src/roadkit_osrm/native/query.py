@@ -112,8 +112,14 @@ class _Grammar:
         location = _location(expect(real, lit(","), real))
         coordinates_rule = alt(
             act(lst(location, lit(";")), lambda v: self._set("coordinates", v)),
-            act(expect(lit("polyline("), chars(POLYLINE_CHARS), lit(")")), lambda v: self._set("coordinates", decode_polyline(v[1], 100_000))),
-            act(expect(lit("polyline6("), chars(POLYLINE_CHARS), lit(")")), lambda v: self._set("coordinates", decode_polyline(v[1], 1_000_000))),
+            act(
+                expect(lit("polyline("), chars(POLYLINE_CHARS), lit(")")),
+                lambda v: self._set("coordinates", decode_polyline(v[1], 100_000)),
+            ),
+            act(
+                expect(lit("polyline6("), chars(POLYLINE_CHARS), lit(")")),
+                lambda v: self._set("coordinates", decode_polyline(v[1], 1_000_000)),
+            ),
         )
         format_rule = opt(act(symbols({".json": "json", ".flatbuffers": "flatbuffers"}), setter("format")))
 
@@ -123,11 +129,19 @@ class _Grammar:
         skip_waypoints = expect(lit("skip_waypoints="), act(boolean, setter("skip_waypoints")))
         bearings = expect(
             lit("bearings="),
-            lst(act(opt(expect(signed_short, lit(","), signed_short)), lambda v: self.params.setdefault("bearings", []).append(None if v is None else (v[0], v[2]))), lit(";")),
+            lst(
+                act(
+                    opt(expect(signed_short, lit(","), signed_short)),
+                    lambda v: self.params.setdefault("bearings", []).append(None if v is None else (v[0], v[2])),
+                ),
+                lit(";"),
+            ),
         )
         approaches = expect(
             lit("approaches="),
-            act(lst(opt(symbols({"unrestricted": "unrestricted", "curb": "curb", "opposite": "opposite"})), lit(";")), setter("approaches")),
+            act(
+                lst(opt(symbols({"unrestricted": "unrestricted", "curb": "curb", "opposite": "opposite"})), lit(";")), setter("approaches")
+            ),
         )
         snapping = expect(lit("snapping="), act(symbols({"default": "default", "any": "any"}), setter("snapping")))
         exclude = expect(lit("exclude="), act(lst(chars(ALNUM), lit(",")), setter("exclude")))
@@ -142,14 +156,23 @@ class _Grammar:
             base,
             expect(lit("waypoints="), act(lst(unsigned(64), lit(";")), setter("waypoints"))),
             expect(lit("steps="), act(boolean, setter("steps"))),
-            expect(lit("geometries="), act(symbols({"geojson": "geojson", "polyline": "polyline", "polyline6": "polyline6"}), setter("geometries"))),
-            expect(lit("overview="), act(symbols({"simplified": "simplified", "full": "full", "false": "false", "by_legs": "by_legs"}), setter("overview"))),
+            expect(
+                lit("geometries="),
+                act(symbols({"geojson": "geojson", "polyline": "polyline", "polyline6": "polyline6"}), setter("geometries")),
+            ),
+            expect(
+                lit("overview="),
+                act(symbols({"simplified": "simplified", "full": "full", "false": "false", "by_legs": "by_legs"}), setter("overview")),
+            ),
             expect(
                 lit("annotations="),
                 alt(
                     act(lit("true"), lambda v: add_annotation("all")),
                     act(lit("false"), lambda v: add_annotation("none")),
-                    lst(act(symbols({a: a for a in ("duration", "nodes", "distance", "weight", "datasources", "speed")}), add_annotation), lit(",")),
+                    lst(
+                        act(symbols({a: a for a in ("duration", "nodes", "distance", "weight", "datasources", "speed")}), add_annotation),
+                        lit(","),
+                    ),
                 ),
             ),
         )
@@ -176,7 +199,9 @@ class _Grammar:
                 alt(base, expect(lit("annotations="), table_annotations)),
                 expect(lit("scale_factor="), act(real, setter("scale_factor"))),
                 expect(lit("fallback_speed="), act(real, setter("fallback_speed"))),
-                expect(lit("fallback_coordinate="), act(symbols({"input": "input", "snapped": "snapped"}), setter("fallback_coordinate_type"))),
+                expect(
+                    lit("fallback_coordinate="), act(symbols({"input": "input", "snapped": "snapped"}), setter("fallback_coordinate_type"))
+                ),
             )
         elif service == "trip":
             options = alt(

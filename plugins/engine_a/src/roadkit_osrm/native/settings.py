@@ -69,11 +69,14 @@ def read_settings(resource: Resource) -> NativeSettings:
     aliases: dict[str, tuple[str, str | None]] = {}
     profiles = raw.pop("profiles", {})
     if not isinstance(profiles, dict):
-        problems.append(f"{where}.profiles: expected a table of alias = \"profile[/optimization]\"")
+        problems.append(f'{where}.profiles: expected a table of alias = "profile[/optimization]"')
         profiles = {}
     for alias, target in profiles.items():
         if not isinstance(target, str) or not target or not alias or any(c not in NAME_CHARS for c in alias):
-            problems.append(f"{where}.profiles.{alias}: expected an alias of letters, digits, '-', '.', '_' or '~' naming \"profile[/optimization]\", got {target!r}")
+            problems.append(
+                f"{where}.profiles.{alias}: expected an alias of letters, digits, '-', '.', '_' or '~' "
+                f'naming "profile[/optimization]", got {target!r}'
+            )
             continue
         profile, _, optimization = target.partition("/")
         aliases[alias] = (profile, optimization or None)
@@ -86,7 +89,9 @@ def read_settings(resource: Resource) -> NativeSettings:
         name = key.replace("-", "_")
         if name not in _LIMIT_NAMES:
             problems.append(f"{where}.limits.{key}: unknown limit (expected one of {', '.join(sorted(_LIMIT_NAMES))})")
-        elif isinstance(value, bool) or not isinstance(value, int | float) or (name != "max_matching_radius" and not isinstance(value, int)):
+        elif (
+            isinstance(value, bool) or not isinstance(value, int | float) or (name != "max_matching_radius" and not isinstance(value, int))
+        ):
             problems.append(f"{where}.limits.{key}: expected an integer (-1 for unlimited), got {value!r}")
         else:
             values[name] = value

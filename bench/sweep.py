@@ -1,0 +1,401 @@
+"""roadkit against the engines' own servers, side by side, over concurrency and workers: CSV + PNG.
+
+``./dev bench`` runs this (``./dev bench -- --quick`` for a short sweep). Each comparison sends the
+same random Monaco requests to the engine's own server and to roadkit, with each server's
+recommended settings on the whole machine: osrm-routed and valhalla_service with one thread per
+core, roadkit in child processes with ``workers`` = 1, 2 and ``"auto"`` (the demo's settings).
+``--one-core`` pins every server to one core instead (engine threads 1, one roadkit worker) and
+the load generator to the others.
+
+Rounds alternate the engine and roadkit at each concurrency, so both see the machine's noise; the
+best round of each is kept. Results: ``bench/results/<name>.csv`` and ``.png``; ``bench/table.py``
+writes the README's table from the CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from common import CPUS, MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, session_cpu_seconds, wait_http
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+CORES = len(CPUS)
+
+Pairs = list[tuple[tuple[float, float], tuple[float, float]]]
+
+
+def _ok(status: int, body: bytes) -> bool:
+    return status == 200
+
+
+#: scenario -> (engine family, engine URL path of a pair, roadkit URL path of a pair, what it is)
+SCENARIOS: dict[
+    str,
+    tuple[str, Callable[[tuple[float, float], tuple[float, float]], str], Callable[[tuple[float, float], tuple[float, float]], str], str],
+] = {
+    "osrm-polyline": (
+        "osrm",
+        lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=polyline&steps=false",
+        lambda a, b: (
+            f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&geometryFormat=polyline&getSteps=false&getBbox=false"
+        ),
+        "OSRM route, polyline, no steps",
+    ),
+    "osrm-geojson-steps": (
+        "osrm",
+        lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true",
+        lambda a, b: f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false",
+        "OSRM route, GeoJSON, steps",
+    ),
+    "osrm-native": (
+        "osrm",
+        lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}",
+        lambda a, b: f"/osrm/1.0.0/monaco/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}",
+        "native OSRM API route (defaults)",
+    ),
+    "valhalla-route": (
+        "valhalla",
+        lambda a, b: (
+            "/route?json="
+            + urllib.parse.quote(
+                json.dumps(
+                    {
+                        "locations": [{"lon": a[0], "lat": a[1]}, {"lon": b[0], "lat": b[1]}],
+                        "costing": "auto",
+                        "directions_options": {"format": "osrm"},
+                        "shape_format": "geojson",
+                    },
+                    separators=(",", ":"),
+                )
+            )
+        ),
+        lambda a, b: f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false",
+        "Valhalla route, GeoJSON, steps",
+    ),
+    "valhalla-isochrone": (
+        "valhalla",
+        lambda a, b: (
+            "/isochrone?json="
+            + urllib.parse.quote(
+                json.dumps(
+                    {"locations": [{"lon": a[0], "lat": a[1]}], "costing": "auto", "contours": [{"time": 5.0}], "polygons": True},
+                    separators=(",", ":"),
+                )
+            )
+        ),
+        lambda a, b: f"/simple/1.0.0/isochrone?resource=monaco&point={a[0]},{a[1]}&costType=time&costValue=300&timeUnit=second",
+        "Valhalla 5-minute isochrone",
+    ),
+}
+
+
+def machine() -> str:
+    """The CPU model and core count, for the results."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {CORES} core(s) usable"
+
+
+def osrm_dataset() -> Path:
+    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / "bench-osrm"
+    dataset = cache / "car-fastest" / "monaco.osrm"
+    if not Path(str(dataset) + ".hsgr").exists():
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "roadkit.cli",
+                "osrm-build",
+                str(ROOT / "examples/monaco/monaco.osm.pbf"),
+                str(dataset),
+                "--profile",
+                "car",
+            ],
+            check=True,
+        )
+    return dataset
+
+
+def valhalla_config() -> Path:
+    import valhalla
+
+    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / f"bench-valhalla-{valhalla.__version__}"
+    config = cache / "valhalla.json"
+    if not config.exists():
+        example = ROOT / "examples" / "monaco"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "roadkit.cli",
+                "valhalla-build",
+                str(example / "monaco.osm.pbf"),
+                str(cache),
+                "--gtfs",
+                str(example / "gtfs"),
+            ],
+            check=True,
+        )
+    return config
+
+
+def roadkit_files(
+    workdir: Path, family: str, port: int, admin: int, *, workers: str | int, threads: int, http_server: str | None = None
+) -> Path:
+    """The bench service of one engine family, with ``workers`` child processes (0: same process)."""
+    for folder in ("sources", "resources"):
+        (workdir / folder).mkdir(exist_ok=True)
+    if family == "osrm":
+        (workdir / "sources" / "car.source").write_text(
+            f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{osrm_dataset()}"\n'
+            '[cost]\nprofile = "car"\noptimization = "fastest"\n'
+        )
+        (workdir / "resources" / "monaco.resource").write_text(
+            'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n'
+            '[apis.osrm]\nprofiles = { driving = "car" }\n'
+        )
+        apis = '[[apis]]\nname = "simple"\nversion = "1.0.0"\n[[apis]]\nname = "osrm"\nversion = "1.0.0"\n'
+    else:
+        (workdir / "sources" / "valhalla.source").write_text(
+            f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n'
+            f"[limits]\nthreads = {threads}\n"
+            '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
+        )
+        (workdir / "resources" / "monaco.resource").write_text(
+            'id = "monaco"\ntype = "valhalla"\nsources = ["valhalla"]\n[operations.route]\n[operations.nearest]\n'
+            "[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n"
+        )
+        apis = ""
+    (workdir / "service.toml").write_text(
+        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {port}\n'
+        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
+        + apis
+        + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
+    )
+    mode = 'mode = "same-process"\n' if workers == 0 else f'mode = "child-process"\nworkers = {json.dumps(workers)}\n'
+    server = workdir / "server.toml"
+    server.write_text(
+        f'[administrator]\n[administrator.listener]\nport = {admin}\n[administrator.logging]\nlevel = "warning"\n'
+        f'[[services]]\nid = "main"\nconfiguration = "service.toml"\n{mode}'
+    )
+    return server
+
+
+@contextmanager
+def running(command: list[str], *, pinned: bool, ready: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process (its own session, so that its children stop with it), up once ``ready`` answers."""
+    import signal
+
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=pin_server if pinned else None
+    )
+    try:
+        wait_http(ready, timeout=180)
+        yield process
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def engine_command(family: str, workdir: Path, port: int, threads: int) -> list[str]:
+    if family == "osrm":
+        import osrm
+
+        binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+        return [str(binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(port), "--threads", str(threads), str(osrm_dataset())]
+    import valhalla
+
+    data = json.loads(valhalla_config().read_text())
+    data["httpd"]["service"].update(
+        {"listen": f"tcp://127.0.0.1:{port}", "loopback": f"ipc://{workdir}/loopback", "interrupt": f"ipc://{workdir}/interrupt"}
+    )
+    path = workdir / "valhalla-service.json"
+    path.write_text(json.dumps(data))
+    return [str(Path(valhalla.__file__).parent / "bin" / "valhalla_service"), str(path), str(threads)]
+
+
+def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
+    """Every scenario x concurrency x workers, engine and roadkit alternated; the best round of each."""
+    pinned = args.one_core
+    threads = 1 if pinned else CORES
+    workers_list: list[str | int] = [1] if pinned else args.workers
+    pairs: Pairs = random_pairs(args.requests)
+    rng = random.Random(7)
+    points = [
+        ((round(rng.uniform(MONACO_BBOX[0], MONACO_BBOX[2]), 5), round(rng.uniform(MONACO_BBOX[1], MONACO_BBOX[3]), 5)), (0.0, 0.0))
+        for _ in range(args.requests)
+    ]
+    rows: list[dict[str, object]] = []
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    where = machine()
+    families = sorted({SCENARIOS[s][0] for s in args.scenarios})
+    for family in families:
+        scenarios = [s for s in args.scenarios if SCENARIOS[s][0] == family]
+        engine_name = "osrm-routed" if family == "osrm" else "valhalla_service"
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            engine_port = free_port()
+            first = scenarios[0]
+            sample = points[0] if family == "valhalla" and first.endswith("isochrone") else pairs[0]
+            ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[first][1](*sample)
+            with running(engine_command(family, workdir, engine_port, threads), pinned=pinned, ready=ready) as engine:
+                for workers in workers_list:
+                    port, admin = free_port(), free_port()
+                    folder = workdir / f"w{workers}"
+                    folder.mkdir()
+                    server = roadkit_files(folder, family, port, admin, workers=workers, threads=threads, http_server=args.http_server)
+                    command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
+                    with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
+                        wait_http(f"http://127.0.0.1:{port}" + SCENARIOS[first][2](*sample), timeout=180)
+                        best: dict[tuple[str, str, int], Result] = {}
+                        cpu: dict[tuple[str, str, int, int], float] = {}
+                        for _ in range(args.rounds):
+                            for scenario in scenarios:
+                                chosen = points if scenario.endswith("isochrone") else pairs
+                                engine_urls = [f"http://127.0.0.1:{engine_port}" + SCENARIOS[scenario][1](*p) for p in chosen]
+                                ours_urls = [f"http://127.0.0.1:{port}" + SCENARIOS[scenario][2](*p) for p in chosen]
+                                for concurrency in args.concurrency:
+                                    for who, urls, pid in ((engine_name, engine_urls, engine.pid), ("roadkit", ours_urls, ours.pid)):
+                                        name = f"{scenario} {who} w={workers} c={concurrency}"
+                                        load(name, urls[:50], concurrency=concurrency, duration=0.5, check=_ok, warm_up=False)
+                                        before = session_cpu_seconds(pid)
+                                        result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
+                                        cpu[(scenario, who, concurrency, id(result))] = (
+                                            1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
+                                        )
+                                        print(result.line(), f" cpu {cpu[(scenario, who, concurrency, id(result))]:.3f} ms/req", flush=True)
+                                        key = (scenario, who, concurrency)
+                                        if key not in best or result.rps > best[key].rps:
+                                            best[key] = result
+                        for (scenario, who, concurrency), result in best.items():
+                            rows.append(
+                                {
+                                    "date": stamp,
+                                    "machine": where,
+                                    "mode": "one-core" if pinned else "whole-machine",
+                                    "scenario": scenario,
+                                    "server": who,
+                                    "workers": workers if who == "roadkit" else f"{threads} threads",
+                                    "concurrency": concurrency,
+                                    "rps": round(result.rps, 1),
+                                    "p50_ms": round(result.percentile(0.5), 3),
+                                    "p99_ms": round(result.percentile(0.99), 3),
+                                    "cpu_ms_per_request": round(cpu[(scenario, who, concurrency, id(result))], 4),
+                                    "errors": result.errors,
+                                    "requests": result.requests,
+                                }
+                            )
+    return rows
+
+
+def write_csv(rows: list[dict[str, object]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot(rows: list[dict[str, object]], path: Path) -> None:
+    """req/s and p50/p99 against concurrency, one row of plots per scenario, engine and roadkit side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios = list(dict.fromkeys(str(r["scenario"]) for r in rows))
+    figure, axes = plt.subplots(len(scenarios), 2, figsize=(12, 3.2 * len(scenarios)), squeeze=False)
+    for row_axes, scenario in zip(axes, scenarios, strict=True):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        series: dict[str, list[dict[str, object]]] = {}
+        for r in mine:
+            label = str(r["server"]) if r["server"] != "roadkit" else f"roadkit, workers={r['workers']}"
+            series.setdefault(label, []).append(r)
+        seen_engine = False
+        for label, points in series.items():
+            points.sort(key=lambda r: int(str(r["concurrency"])))
+            if not label.startswith("roadkit"):
+                if seen_engine:  # one engine line (it was measured beside each roadkit setting: keep the best)
+                    continue
+                seen_engine = True
+                best: dict[int, dict[str, object]] = {}
+                for r in (r for r in mine if not str(r["server"]).startswith("roadkit")):
+                    c = int(str(r["concurrency"]))
+                    if c not in best or float(str(r["rps"])) > float(str(best[c]["rps"])):
+                        best[c] = r
+                points = [best[c] for c in sorted(best)]
+            xs = [int(str(r["concurrency"])) for r in points]
+            style = "-" if label.startswith("roadkit") else "--"
+            row_axes[0].plot(xs, [float(str(r["rps"])) for r in points], style, marker="o", label=label)
+            line = row_axes[1].plot(xs, [float(str(r["p50_ms"])) for r in points], style, marker="o", label=f"{label} p50")
+            row_axes[1].plot(
+                xs, [float(str(r["p99_ms"])) for r in points], ":", marker="x", color=line[0].get_color(), label=f"{label} p99"
+            )
+        row_axes[0].set_title(f"{scenario}: requests/s")
+        row_axes[1].set_title(f"{scenario}: latency (ms)")
+        for ax in row_axes:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrent clients")
+            ax.grid(True, alpha=0.3)
+        row_axes[1].set_yscale("log")
+        row_axes[0].legend(fontsize=7)
+        row_axes[1].legend(fontsize=6)
+    first = rows[0]
+    figure.suptitle(f"roadkit vs the engines' servers, {first['mode']}, {first['machine']}, {first['date']}", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="concurrency 1 and 16, workers auto, one 3-second round")
+    parser.add_argument("--one-core", action="store_true", help="every server pinned to one core (engine threads 1, one roadkit worker)")
+    parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--workers", nargs="+", default=["1", "2", "auto"], help='roadkit worker processes: numbers or "auto"')
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
+    parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best of each is kept")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument(
+        "--http-server", choices=["hypercorn", "uvicorn"], default=None, help="the service's [http] server (default: the service default)"
+    )
+    parser.add_argument("--name", default=None, help="results file name (default: sweep-<mode>)")
+    args = parser.parse_args()
+    if args.quick:
+        args.concurrency, args.workers, args.duration, args.rounds = [1, 16], ["auto"], 3.0, 1
+    args.workers = [int(w) if w.isdigit() else w for w in args.workers]
+    if args.one_core:
+        pin_client()  # whole machine: the load generator shares the cores with the servers, as a user's client would
+    rows = sweep(args)
+    name = args.name or f"sweep-{'one-core' if args.one_core else 'whole-machine'}"
+    write_csv(rows, RESULTS / f"{name}.csv")
+    plot(rows, RESULTS / f"{name}.png")
+    print(f"written: {RESULTS / name}.csv and .png (README table: python bench/table.py {RESULTS / name}.csv)")
+
+
+if __name__ == "__main__":
+    main()
