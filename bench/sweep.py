@@ -3,7 +3,8 @@
 ``./dev bench`` runs this (``./dev bench -- --quick`` for a short sweep). Each comparison sends the
 same random Monaco requests to the engine's own server and to roadkit, with each server's
 recommended settings on the whole machine: osrm-routed and valhalla_service with one thread per
-core, roadkit in child processes with ``workers`` = 1, 2 and ``"auto"`` (the demo's settings).
+core, roadkit in child processes with ``workers`` = 1, 2 and ``"auto"`` (the demo's settings), the
+Valhalla Actors split between the workers (as many engine threads in all as valhalla_service has).
 ``--one-core`` pins every server to one core instead (engine threads 1, one roadkit worker) and
 the load generator to the others.
 
@@ -267,7 +268,10 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                     port, admin = free_port(), free_port()
                     folder = workdir / f"w{workers}"
                     folder.mkdir()
-                    server = roadkit_files(folder, family, port, admin, workers=workers, threads=threads, http_server=args.http_server)
+                    # As many engine threads in all as the engine's server has: split between the workers.
+                    count = CORES if workers == "auto" else max(1, int(workers))
+                    per_worker = max(1, threads // count)
+                    server = roadkit_files(folder, family, port, admin, workers=workers, threads=per_worker, http_server=args.http_server)
                     command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
                     with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
                         wait_http(f"http://127.0.0.1:{port}" + SCENARIOS[first][2](*sample), timeout=180)
@@ -377,7 +381,7 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", nargs="+", default=["1", "2", "auto"], help='roadkit worker processes: numbers or "auto"')
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best of each is kept")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument(

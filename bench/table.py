@@ -31,12 +31,14 @@ def table(rows: list[dict[str, str]], concurrency: int) -> str:
     workers = list(dict.fromkeys(r["workers"] for r in rows if r["server"] == "roadkit"))
     lines = [
         f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
-        f"Requests/s at {concurrency} concurrent clients, best of the alternated rounds; p50 at 1 client.",
+        f"Requests/s at {concurrency} concurrent clients, best of the alternated rounds; p50 at 1 client; "
+        "CPU time per request of each server's processes (engine CPU / roadkit CPU: the ratio of two CPU-bound servers).",
         "",
         "| scenario | engine server req/s | "
         + " | ".join(f"roadkit workers={w} req/s" for w in workers)
-        + " | ratio (best) | target | p50 engine / roadkit, 1 client (ms) |",
-        "|---|---:|" + "---:|" * len(workers) + "---:|---:|---|",
+        + " | ratio (best) | target | p50 engine / roadkit, 1 client (ms)"
+        + " | CPU per request engine / roadkit (ms) | CPU ratio |",
+        "|---|---:|" + "---:|" * len(workers) + "---:|---:|---|---|---:|",
     ]
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == scenario]
@@ -60,11 +62,15 @@ def table(rows: list[dict[str, str]], concurrency: int) -> str:
             o = min(float(r["p50_ms"]) for r in one_ours)
             p50 = f"{e:.2f} / {o:.2f} (+{o - e:.2f})"
         cells = [f"{float(r['rps']):,.0f}" if r is not None else "" for r in ours.values()]
+        # CPU time per request at this concurrency (least of the runs): what a saturated machine's ratio would be.
+        engine_cpu = min(float(r["cpu_ms_per_request"]) for r in at)
+        ours_cpu = min((float(r["cpu_ms_per_request"]) for r in ours.values() if r is not None), default=float("nan"))
+        cpu = f"{engine_cpu:.3f} / {ours_cpu:.3f}"
         verdict = "" if target is None else (" ✓" if ratio >= target else " ✗")
         lines.append(
             f"| {scenario} | {engine_best['server']} ({engine_best['workers']}) {float(engine_best['rps']):,.0f} | "
             + " | ".join(cells)
-            + f" | **{ratio:.2f}**{verdict} | ≥ {target} | {p50} |"
+            + f" | **{ratio:.2f}**{verdict} | ≥ {target} | {p50} | {cpu} | {engine_cpu / ours_cpu:.2f} |"
         )
     return "\n".join(lines)
 

@@ -67,13 +67,15 @@ class RouteQuery:
         # polyline6: the engine writes a string instead of building an object per coordinate, and
         # decoding it (compiled) gives exactly the GeoJSON coordinates (both are OSRM's 1e-6 fixed
         # point: checked equal on every Monaco route of the benchmarks); a third of the engine's cost.
-        return osrm.RouteParameters(
+        params = osrm.RouteParameters(
             coordinates=list(self.coordinates),
             steps=self.steps,
             geometries="polyline" if self.polyline else "polyline6",
             overview="full",
             exclude=list(self.exclude),
         )
+        params.generate_hints = False  # nobody reads them: the engine neither writes nor copies them
+        return params
 
     def path(self, profile: str) -> str:
         """osrm-routed's path of this query (the profile segment is osrm-routed's, not a roadkit cost)."""
@@ -104,6 +106,7 @@ class NearestQuery:
 
         params = osrm.NearestParameters(coordinates=[self.point])
         params.number_of_results = self.number
+        params.generate_hints = False
         return params
 
     def path(self, profile: str) -> str:
