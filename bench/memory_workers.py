@@ -4,15 +4,18 @@ PSS (proportional set size, ``/proc/<pid>/smaps_rollup``) divides every shared p
 processes that map it, so the sum over the administrator and its workers is what the service
 really costs; RSS would count a memory-mapped dataset once per worker.
 
-Run with ``python bench/memory_workers.py [--workers 1 2 4] [--mmap/--no-mmap]`` after
+Run with ``python bench/memory_workers.py [--workers 1 2 4] [--no-mmap] [--tile-folder]`` after
 ``roadkit prepare --config examples/monaco/server.toml``. The demo's OSRM and Valhalla sources are
 used (pgRouting needs its database: left out). Each worker answers one request of every resource
-before the measurement, so the engines have touched their data.
+before the measurement, so the engines have touched their data. ``--tile-folder`` has Valhalla read
+its tile folder (each worker caches the tiles it reads in its own heap) instead of memory-mapping the
+demo's tar extract; the "tiles.tar PSS" column is what the mapped extract costs all workers together.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import signal
@@ -48,7 +51,19 @@ def rss_kib(pid: int) -> int:
     return int(match.group(1))
 
 
-def setup(workdir: Path, workers: int, mmap: bool) -> tuple[Path, int, int]:
+def tar_pss_kib(pid: int) -> int:
+    """The PSS of the process's mappings of a ``.tar`` file (Valhalla's memory-mapped tile extract), in KiB."""
+    total, in_tar = 0, False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and re.fullmatch(r"[0-9a-f]+-[0-9a-f]+", fields[0]):
+            in_tar = fields[-1].endswith(".tar")
+        elif in_tar and fields and fields[0] == "Pss:":
+            total += int(fields[1])
+    return total
+
+
+def setup(workdir: Path, workers: int, mmap: bool, tile_folder: bool = False) -> tuple[Path, int, int]:
     example = workdir / "monaco"
     shutil.copytree(EXAMPLE, example, symlinks=True, ignore=shutil.ignore_patterns("*pgrouting*"))
     if not (example / "data").exists():
@@ -62,12 +77,18 @@ def setup(workdir: Path, workers: int, mmap: bool) -> tuple[Path, int, int]:
     if not mmap:
         for source in (example / "sources").glob("monaco-*-*.source"):
             source.write_text(source.read_text().replace('algorithm = "', 'mmap = false\nalgorithm = "'))
+    if tile_folder:
+        config = example / "data" / "valhalla" / "valhalla.json"
+        data = json.loads(config.read_text())
+        data["mjolnir"].pop("tile_extract", None)
+        config.unlink()  # may be a link into the example: replace it, never write through it
+        config.write_text(json.dumps(data))
     return server, admin_port, service_port
 
 
-def measure(workers: int, mmap: bool) -> dict[str, float]:
+def measure(workers: int, mmap: bool, tile_folder: bool = False) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        server, admin_port, service_port = setup(Path(tmp), workers, mmap)
+        server, admin_port, service_port = setup(Path(tmp), workers, mmap, tile_folder)
         process = subprocess.Popen(
             [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -92,6 +113,7 @@ def measure(workers: int, mmap: bool) -> dict[str, float]:
             admin_pss = pss_kib(process.pid)
             worker_pss = [pss_kib(pid) for pid in pids]
             worker_rss = [rss_kib(pid) for pid in pids]
+            tar_pss = sum(tar_pss_kib(pid) for pid in pids)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
@@ -102,6 +124,7 @@ def measure(workers: int, mmap: bool) -> dict[str, float]:
         "total_pss_mib": (admin_pss + sum(worker_pss)) / 1024,
         "per_worker_pss_mib": sum(worker_pss) / 1024 / workers,
         "workers_rss_mib": sum(worker_rss) / 1024,
+        "tar_pss_mib": tar_pss / 1024,
     }
 
 
@@ -109,14 +132,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--no-mmap", action="store_true", help="OSRM reads its files into each worker (for comparison)")
+    parser.add_argument("--tile-folder", action="store_true", help="Valhalla reads the tile folder, not the tar (for comparison)")
     args = parser.parse_args()
-    print(f"| workers | total PSS (MiB) | administrator | workers | per worker | workers' RSS (MiB) |  (OSRM mmap: {not args.no_mmap})")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| workers | total PSS (MiB) | administrator | workers | per worker | workers' RSS (MiB) | tiles.tar PSS (MiB) |"
+        f"  (OSRM mmap: {not args.no_mmap}, Valhalla tar: {not args.tile_folder})"
+    )
+    print("|---|---|---|---|---|---|---|")
     for workers in args.workers:
-        row = measure(workers, not args.no_mmap)
+        row = measure(workers, not args.no_mmap, args.tile_folder)
         print(
             f"| {workers} | {row['total_pss_mib']:.0f} | {row['admin_pss_mib']:.0f} | {row['workers_pss_mib']:.0f} | "
-            f"{row['per_worker_pss_mib']:.0f} | {row['workers_rss_mib']:.0f} |",
+            f"{row['per_worker_pss_mib']:.0f} | {row['workers_rss_mib']:.0f} | {row['tar_pss_mib']:.2f} |",
             flush=True,
         )
     return 0

@@ -8,6 +8,7 @@ import pytest
 
 from roadkit.config import load_server, load_service
 from roadkit.config.loader import load_cors, read_resource, read_source, read_sources
+from roadkit.config.models import max_workers
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
 from roadkit.service import Service
@@ -199,8 +200,16 @@ max = 1
 """,
     )
     problems = problems_of(load_server, bad)
-    assert f"{bad}: services[0].workers: expected a positive integer or \"auto\", got 'many'" in problems
-    assert f'{bad}: services[1].workers: expected a positive integer or "auto", got 0' in problems
+    most = max_workers()
+    assert (
+        f"{bad}: services[0].workers: expected a positive integer or \"auto\", at most {most} (4 per usable core), got 'many'" in problems
+    )
+    assert f'{bad}: services[1].workers: expected a positive integer or "auto", at most {most} (4 per usable core), got 0' in problems
+    too_many = tmp_path / "too-many.toml"
+    too_many.write_text(f'[[services]]\nid = "a"\nconfiguration = "a.toml"\nworkers = {most + 1}\n')
+    assert problems_of(load_server, too_many) == [
+        f'{too_many}: services[0].workers: expected a positive integer or "auto", at most {most} (4 per usable core), got {most + 1}'
+    ]
     assert f'{bad}: services[2].workers: several workers need mode = "child-process" (got mode = "same-process")' in problems
     assert f"{bad}: services[2].startup_timeout: expected a positive number of seconds, got 0.0" in problems
     assert any(p.startswith(f"{bad}: services[2].backoff: expected 0 < initial <= max") for p in problems)

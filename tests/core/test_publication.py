@@ -204,7 +204,7 @@ async def test_invalid_documents_give_400_naming_every_problem_and_change_nothin
             "operations": {"route": {"start": {"bbox": "-10,-10,10,10"}, "end": {"bbox": "-10,-10,10,10"}}},
         },
     )
-    assert bad_resource.status_code == 400
+    assert bad_resource.status_code == 409  # a valid document naming a source the service does not have
     assert "sources[1]: unknown source 'ghost'" in bad_resource.json()["error"]["message"]
     bad_parameters = await c.put(
         f"{running.admin}/services/main/resources/lines",

@@ -147,6 +147,7 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         assert f"{admin.path}: services[1].mode" in text
 
         ports = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(admin.main_port)})
+        assert ports.status_code == 409  # valid, but the port is another service's
         assert (
             f"{service_file}: listeners[0].port: port {admin.main_port} is already used by service 'main'"
             in ports.json()["error"]["message"]
@@ -154,7 +155,18 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         folders = await c.post(
             f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port(), folders={"projections": "nowhere"})}
         )
+        assert folders.status_code == 409  # valid, but the server has no such folder
         assert "folders.projections: expected a folder" in folders.json()["error"]["message"]
+        for body in (
+            {"id": "second", "configuration": configuration(free_port(), folders={"sources": ["a\x00b"]})},
+            {"id": "second", "configuration": configuration(free_port(), folders={"projections": ""})},
+            {"id": "second", "configuration": configuration(free_port(), apis=[{"name": "nope", "version": "9"}])},
+            {"id": "second", "configuration": configuration(free_port(), limits={"engine_timeout": -1})},
+            {"id": "second", "mode": "child-process", "workers": 100_000, "configuration": configuration(free_port())},
+        ):
+            # Each was a 500 (NUL in a path), a service started in a failed state, or accepted (a negative time-out).
+            refused = await c.post(f"{admin.base}/services", json=body)
+            assert refused.status_code == 400, (body, refused.text)
         unsafe = ("../x", "..", "x/y", "second\n", ".second", "", 3)  # ids are file names: nothing that climbs or hides
         bodies = [{"id": sid, "configuration": configuration(free_port())} for sid in unsafe]
         for body in (*bodies, {"id": "second"}, {"id": "second", "configuration": None}, [1]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from roadkit_valhalla.prepare import builder_version
 from tests.conftest import EXAMPLE, MONACO_PBF, cache_root, content_key, copy_example
 
 GTFS = EXAMPLE / "gtfs"
+SOURCE = EXAMPLE / "sources" / "monaco-valhalla.source"
 START = (7.41337, 43.72956)
 END = (7.41983, 43.73115)
 VIA = (7.4246, 43.7383)
@@ -47,7 +49,9 @@ def make_example(target: Path, data: Path) -> Path:
 def valhalla_data() -> Path:
     """The cache folder of the Monaco Valhalla data for the current inputs."""
     gtfs_files = sorted(p for p in GTFS.rglob("*.txt"))
-    key = content_key(MONACO_PBF, builder_version(), *[str(p.relative_to(GTFS)) for p in gtfs_files], *gtfs_files)
+    # The storage layout is an input too: the demo moved from a tile folder to a tar extract.
+    storage = json.dumps(tomllib.loads(SOURCE.read_text())["storage"], sort_keys=True)
+    key = content_key(MONACO_PBF, builder_version(), storage, *[str(p.relative_to(GTFS)) for p in gtfs_files], *gtfs_files)
     data = cache_root() / f"valhalla-monaco-{key}"
     data.mkdir(parents=True, exist_ok=True)
     return data

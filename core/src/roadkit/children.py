@@ -32,7 +32,7 @@ import orjson
 from roadkit.channel import Channel, ChannelClosed, ChannelError
 from roadkit.config import ManagedService, load_service
 from roadkit.config.files import read_document
-from roadkit.config.models import ServiceConfig
+from roadkit.config.models import ServiceConfig, usable_cores
 from roadkit.errors import ConfigurationError, RoadkitError
 from roadkit.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns, describe_exit
 from roadkit.listen import ListeningSockets
@@ -49,7 +49,7 @@ _SOURCE_ORDER = {"green": 0, "init": 1, "orange": 2}
 def worker_count(setting: int | str) -> int:
     """The number of worker processes for a ``workers`` setting (``"auto"``: the usable cores)."""
     if setting == "auto":
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        return usable_cores()
     return int(setting)
 
 

@@ -66,6 +66,19 @@ def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
     return body, problems
 
 
+def _missing_on_server(problem: str, service_file: Path) -> bool:
+    """A well-formed service document naming a projections folder or certificate the server does not have.
+
+    The document is valid; it conflicts with the server's files (409, not 400), as a port another
+    service uses does.
+    """
+    head = f"{service_file}: "
+    if not problem.startswith(head) or (not problem.endswith("(not found)") and "expected a readable file" not in problem):
+        return False
+    key = problem[len(head) :].split(":", 1)[0]
+    return key == "folders.projections" or key.endswith((".certfile", ".keyfile"))
+
+
 def _ports(
     listeners: tuple[Listener, ...], others: dict[str, tuple[Listener, ...]], admin: Listener, where: Path, problems: list[str]
 ) -> None:
@@ -102,13 +115,23 @@ class Management:
         configuration = body.get("configuration")
         folders: list[Path] = []
         service = None
+        missing: list[str] = []
         if isinstance(configuration, dict):
             try:
                 service = parse_service(configuration, service_file, cors=self.config.administrator.cors, missing_folders=folders)
             except ConfigurationError as exc:
-                problems.extend(exc.problems)
+                problems.extend(p for p in exc.problems if not _missing_on_server(p, service_file))
+                missing = [p for p in exc.problems if _missing_on_server(p, service_file)]
+        # Ports taken by another service or the administrator: a valid document that conflicts with
+        # what runs now (409), told apart from an invalid one (400).
+        conflicts: list[str] = list(missing)
         if service is not None:
-            _ports(service.listeners, self._other_listeners(sid), self.config.administrator.listener, service_file, problems)
+            _ports(service.listeners, self._other_listeners(sid), self.config.administrator.listener, service_file, conflicts)
+            available = self.admin.plugins.apis()
+            for i, ref in enumerate(service.apis):
+                if (ref.name, ref.version) not in available:
+                    known = ", ".join(f"{n}/{v}" for n, v in sorted(available)) or "none"
+                    problems.append(f"{service_file}: apis[{i}]: no installed plugin serves {ref.name}/{ref.version} (available: {known})")
         text = ""
         if isinstance(configuration, dict) and not problems:
             text = dump_toml(configuration)
@@ -121,7 +144,9 @@ class Management:
             except ConfigurationError as exc:
                 problems.extend(exc.problems)
         if problems or server is None:
-            raise ConfigurationError(problems)
+            raise ConfigurationError(problems + conflicts)
+        if conflicts:
+            raise Conflict("\n".join(conflicts))
         managed = next(m for m in server.services if m.id == sid)
         self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
         return Plan(service_file, text, editor, server, managed, tuple(folders))

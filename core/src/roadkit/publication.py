@@ -52,6 +52,14 @@ def _toml(data: dict[str, Any], where: Path) -> str:
     return text
 
 
+def _raise(problems: list[str], conflicts: list[str]) -> None:
+    """400 listing every problem (conflicts too) when the document is invalid, else 409 for conflicts alone."""
+    if problems:
+        raise ConfigurationError(problems + conflicts)
+    if conflicts:
+        raise Conflict("\n".join(conflicts))
+
+
 class ServiceFiles:
     """The source and resource files of one service, from its service file's folders."""
 
@@ -131,9 +139,12 @@ class ServiceFiles:
             problems.append(
                 f"{path}: type: no installed plugin provides source kind {config.type!r} (installed: {', '.join(sorted(kinds)) or 'none'})"
             )
+        # A well-formed document that does not fit the service as it is now (its projections, the
+        # resources using this source) is a conflict (409), not an invalid document (400).
+        conflicts: list[str] = []
         projections = self._projections(problems)
         if projections is not None and config.projection not in projections:
-            problems.append(f"{path}: projection: unknown projection {config.projection!r} (known: {', '.join(projections.ids())})")
+            conflicts.append(f"{path}: projection: unknown projection {config.projection!r} (known: {', '.join(projections.ids())})")
         if cls is not None:
             try:
                 cls.from_config(config)
@@ -142,9 +153,8 @@ class ServiceFiles:
         serves = {config.type} | ({cls.resource_type} if cls is not None and cls.resource_type else set())
         for resource in self._configs("resource"):
             if sid in resource.sources and resource.type not in serves:
-                problems.append(f"{path}: type: resource {resource.id!r} of type {resource.type!r} uses this source ({resource.path})")
-        if problems:
-            raise ConfigurationError(problems)
+                conflicts.append(f"{path}: type: resource {resource.id!r} of type {resource.type!r} uses this source ({resource.path})")
+        _raise(problems, conflicts)
         return path, _toml(data, path), created
 
     def _projections(self, problems: list[str]) -> ProjectionRegistry | None:
@@ -178,24 +188,22 @@ class ServiceFiles:
         config: ResourceConfig = parse_resource(data, path)
         declared: dict[str, SourceConfig] = {c.id: c for c in self._configs("source")}
         kinds = self.plugins.source_kinds()
+        conflicts: list[str] = []  # sources the service does not have (yet) or of another type: 409
         for i, sid in enumerate(config.sources):
             source = declared.get(sid)
             if source is None:
-                problems.append(
-                    f"{path}: sources[{i}]: unknown source {sid!r} (sources of the "
-                    f"service: {', '.join(sorted(declared)) or 'none'}; publish it first)"
-                )
+                known = ", ".join(sorted(declared)) or "none"
+                conflicts.append(f"{path}: sources[{i}]: unknown source {sid!r} (sources of the service: {known}; publish it first)")
                 continue
             cls = kinds.get(source.type)
             # A remote kind (osrm-http...) serves the resources of its engine's type (osrm...).
             if config.type not in (source.type, cls.resource_type if cls is not None else None):
-                problems.append(f"{path}: sources[{i}]: source {sid!r} is of type {source.type!r}, not {config.type!r}")
+                conflicts.append(f"{path}: sources[{i}]: source {sid!r} is of type {source.type!r}, not {config.type!r}")
         projections = self._projections(problems)
-        if not problems and projections is not None:
+        if not problems and not conflicts and projections is not None:
             _, found = build_resource(config, self._sources(), projections, self.plugins.cost_units())
             problems.extend(found)
-        if problems:
-            raise ConfigurationError(problems)
+        _raise(problems, conflicts)
         return path, _toml(data, path), created
 
     def check_removal(self, kind: Kind, oid: str) -> Path:

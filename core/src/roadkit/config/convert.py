@@ -11,7 +11,7 @@ import cattrs
 from cattrs import transform_error
 from cattrs.errors import ForbiddenExtraKeysError
 
-from roadkit.config.models import Workers
+from roadkit.config.models import Workers, max_workers
 from roadkit.errors import ConfigurationError
 
 _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true or false)"}
@@ -21,6 +21,8 @@ def _strict(kind: type) -> Any:
     def hook(value: Any, _: type) -> Any:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
+        if kind is int and isinstance(value, float) and value.is_integer():
+            return int(value)  # 8080.0 is an integer for JSON (and JSON Schema), as the admin API receives it
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
             raise TypeError(f"expected {_NAMES[kind]}")
         return value
@@ -35,15 +37,32 @@ def _strict_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
-    converter.register_structure_hook(Path, lambda v, _: Path(_strict(str)(v, str)))
+    converter.register_structure_hook(Path, _path)
     converter.register_structure_hook(Workers, _workers)
     return converter
 
 
+def _path(value: Any, _: Any) -> Path:
+    text = _strict(str)(value, str)
+    if not text or "\x00" in text:
+        # The operating system refuses NUL in a path (ValueError, not OSError, at the first use), and
+        # an empty path would silently mean the file's own folder.
+        raise TypeError("expected a non-empty path without NUL characters")
+    path = Path(text)
+    try:
+        path.expanduser()  # what resolve() does later: "~nobody/x" names the home of an unknown user
+    except RuntimeError:
+        raise TypeError(f"expected a path ('~' followed by a known user name), got {text!r}") from None
+    return path
+
+
 def _workers(value: Any, _: Any) -> int | str:
-    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+    most = max_workers()
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most):
         return value  # type: ignore[no-any-return]
-    raise TypeError('expected a positive integer or "auto"')
+    raise TypeError(f'expected a positive integer or "auto", at most {most} (4 per usable core)')
 
 
 def make_converter() -> cattrs.Converter:

@@ -43,7 +43,9 @@ from roadkit.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
-_BBOX = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$")
+#: A bbox as text, ``xmin,ymin,xmax,ymax`` in plain decimals (also the admin OpenAPI ``pattern``).
+BBOX_REGEX = r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$"
+_BBOX = re.compile(BBOX_REGEX)
 _ROAD2_PARAMETER_IDS = {"bbox": "getBbox", "projection": "crs", "number": "nbPoints"}
 
 
@@ -288,11 +290,13 @@ def parse_service(
     if folders.projections is not None and not folders.projections.is_dir():
         problems.append(f"{path}: folders.projections: expected a folder, got {str(folders.projections)!r} (not found)")
     limits = config.limits
-    if not 0 < limits.connect_retry_initial <= limits.connect_retry_max:
-        problems.append(
-            f"{path}: limits.connect_retry_initial: expected a positive number of seconds, at most "
-            f"connect_retry_max ({limits.connect_retry_max:g}), got {limits.connect_retry_initial:g}"
-        )
+    if limits.max_body_bytes < 1:
+        problems.append(f"{path}: limits.max_body_bytes: expected a positive number of bytes, got {limits.max_body_bytes}")
+    # Each is checked alone: a maximum below the first wait simply caps every wait (min(max, initial * 2**n)),
+    # and a rule between two keys is one the admin API's OpenAPI document could not state.
+    for key in ("engine_timeout", "connect_retry_initial", "connect_retry_max"):
+        if not getattr(limits, key) > 0:
+            problems.append(f"{path}: limits.{key}: expected a positive number of seconds, got {getattr(limits, key):g}")
     cors_options = None
     try:
         cors_options = load_cors(cors)

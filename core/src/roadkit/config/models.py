@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,20 @@ class Backoff:
 
 #: ``workers``: a number of processes, or ``"auto"`` (one per usable core).
 Workers = int | Literal["auto"]
+
+#: More workers than this many per usable core only add memory and contention (and a typo such as
+#: ``workers = 1000`` would fork a thousand processes): the bound is ``max_workers()``.
+WORKERS_PER_CORE = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (``workers = "auto"``)."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def max_workers() -> int:
+    """The largest ``workers`` number accepted on this machine."""
+    return WORKERS_PER_CORE * usable_cores()
 
 
 @attrs.frozen

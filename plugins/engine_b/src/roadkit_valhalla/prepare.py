@@ -38,10 +38,25 @@ def builder_version() -> str:
     return str(valhalla.__version__)
 
 
+def _tar_levels(tar: Path) -> set[str]:
+    """The hierarchy levels (``0``...``3``) of the ``.gph`` tiles in a tile extract; empty when unreadable."""
+    try:
+        with tarfile.open(tar) as archive:
+            # Only the headers are read (the tiles themselves are skipped over).
+            return {name.split("/", 1)[0] for name in archive.getnames() if name.endswith(".gph") and "/" in name}
+    except (OSError, tarfile.TarError):
+        return set()
+
+
 def has_tiles(tile_dir: Path, tar: Path | None = None, *, transit: bool = False) -> bool:
-    """Whether a tile set is there (with transit tiles, level 3, when asked)."""
+    """Whether a tile set is there (with transit tiles, level 3, when asked).
+
+    With a ``tar`` the extract alone counts (it is what Valhalla loads): it must hold tiles, and
+    level 3 ones when transit is asked, so an extract packed before the GTFS feeds came is rebuilt.
+    """
     if tar is not None:
-        return tar.is_file()
+        levels = _tar_levels(tar) if tar.is_file() else set()
+        return bool(levels) and (not transit or "3" in levels)
     if not tile_dir.is_dir() or next(tile_dir.rglob("*.gph"), None) is None:
         return False
     return not transit or next((tile_dir / "3").rglob("*.gph"), None) is not None
@@ -154,9 +169,12 @@ def build_tiles(
         shutil.move(str(tiles), tile_dir)
     if tar is not None:
         progress.step(f"packing the tiles into {tar}")
-        with tarfile.open(tar, "w") as archive:
+        tar.parent.mkdir(parents=True, exist_ok=True)
+        partial = tar.with_name(tar.name + ".partial")
+        with tarfile.open(partial, "w") as archive:
             for path in sorted(tile_dir.rglob("*.gph")):
                 archive.add(path, arcname=str(path.relative_to(tile_dir)))
+        partial.replace(tar)  # never half an extract where Valhalla looks for one
     final = valhalla_config(tile_dir, tar=tar, quiet=True, max_time_contour=max_time_contour, max_distance_contour=max_distance_contour)
     config_path.write_text(json.dumps(final, indent=2))
     progress.step(f"tiles ready: {tile_dir} (configuration {config_path})")

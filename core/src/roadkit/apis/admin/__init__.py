@@ -89,7 +89,7 @@ def create_admin_app(admin: Administrator) -> Starlette:
     def openapi(request: Request) -> dict[str, Any]:
         from roadkit.apis.admin.openapi import admin_openapi
 
-        return admin_openapi(base_url(request) + PREFIX)
+        return admin_openapi(base_url(request) + PREFIX, admin.plugins)
 
     routes = [
         Route("/", guarded(index), methods=["GET"]),

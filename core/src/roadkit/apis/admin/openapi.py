@@ -7,6 +7,7 @@ from typing import Any
 from roadkit import __version__
 from roadkit.apis.admin.openapi_writes import SECURITY_SCHEMES, write_paths, write_schemas
 from roadkit.lifecycle import HealthState, Lifecycle
+from roadkit.plugins import Plugins
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -40,8 +41,16 @@ _PROJECTION = {
 _BLANK = {"description": "A blank id (the message names the parameter)", **_ERROR}
 
 
-def admin_openapi(base: str) -> dict[str, Any]:
-    """The admin API's OpenAPI document."""
+def _installed(plugins: Plugins | None) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """(APIs, source kinds, resource types) the installed plugins provide."""
+    plugins = plugins or Plugins.create()
+    kinds = plugins.source_kinds()
+    types = set(kinds) | {cls.resource_type for cls in kinds.values() if cls.resource_type}
+    return sorted(plugins.apis()), sorted(kinds), sorted(types)
+
+
+def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
+    """The admin API's OpenAPI document; with ``plugins``, request bodies list exactly the installed APIs and kinds."""
     service_ref = {"$ref": "#/components/schemas/Service"}
     document: dict[str, Any] = {
         "openapi": "3.1.0",
@@ -185,6 +194,6 @@ def admin_openapi(base: str) -> dict[str, Any]:
     }
     for path, operations in write_paths().items():
         document["paths"].setdefault(path, {}).update(operations)
-    document["components"]["schemas"].update(write_schemas())
+    document["components"]["schemas"].update(write_schemas(*_installed(plugins)))
     document["components"]["securitySchemes"] = SECURITY_SCHEMES
     return document

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from roadkit.config.loader import BBOX_REGEX
+from roadkit.config.models import max_workers
 from roadkit.publication import ID_REGEX
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-_SERVICE = {"name": "service", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A managed service id."}
+_SERVICE = {
+    "name": "service",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": ID_REGEX},
+    "description": "A managed service id.",
+}
 _AUTH = {
     "401": {"description": "Authentication is configured and the bearer token is missing, wrong, expired or tampered with", **_ERROR},
     "403": {
@@ -16,7 +24,10 @@ _AUTH = {
     },
 }
 _UNWRITABLE = {"description": "A file could not be written (disk full, read-only file system); nothing changed", **_ERROR}
-_INVALID = {"description": "Invalid body: the message lists every problem as 'file: key: expected ...', one per line", **_ERROR}
+_INVALID = {"description": "Invalid body or id: the message lists every problem as 'file: key: expected ...', one per line", **_ERROR}
+_BAD_ID = {"description": "An id that can't name a file (the message names the parameter)", **_ERROR}
+_MEDIA = {"description": "The body is not application/json", **_ERROR}
+_TOO_LARGE = {"description": "Body too large", **_ERROR}
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +46,7 @@ def _id(name: str, what: str) -> dict[str, Any]:
 
 def _publication(kind: str, title: str) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{title}Document"}
+    stored = {"type": "object", "required": ["id", "type"], "properties": {"id": {"type": "string"}, "type": {"type": "string"}}}
     item = _id(kind, kind)
     # Source documents can hold credentials (a database password or DSN): read like a write (roadkit.auth.admin).
     read_auth = _AUTH if kind == "source" else {}
@@ -45,7 +57,8 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "summary": f"Every {kind} of a service as stored in its .{kind} files.",
                 "parameters": [_SERVICE],
                 "responses": {
-                    "200": {"description": f"{title}s", **_json({"type": "array", "items": ref})},
+                    "200": {"description": f"{title}s", **_json({"type": "array", "items": {"type": "object"}})},
+                    "400": {"description": f"A {kind} file of the service can't be read (the message names it)", **_ERROR},
                     **read_auth,
                     "404": {"description": "Unknown service", **_ERROR},
                 },
@@ -57,8 +70,8 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "summary": f"One {kind} as stored in its .{kind} file.",
                 "parameters": [_SERVICE, item],
                 "responses": {
-                    "200": {"description": title, **_json(ref)},
-                    "400": {"description": "Invalid id", **_ERROR},
+                    "200": {"description": title, **_json({"type": "object"})},
+                    "400": _BAD_ID,
                     **read_auth,
                     "404": {"description": f"Unknown service or {kind}", **_ERROR},
                 },
@@ -72,13 +85,24 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "parameters": [_SERVICE, item],
                 "requestBody": {"required": True, **_json(ref)},
                 "responses": {
-                    "200": {"description": f"{title} replaced", **_json(ref)},
-                    "201": {"description": f"{title} created", **_json(ref)},
+                    "200": {"description": f"{title} replaced, as stored (with its id)", **_json(stored)},
+                    "201": {"description": f"{title} created, as stored (with its id)", **_json(stored)},
                     "400": _INVALID,
                     **_AUTH,
                     "404": {"description": "Unknown service", **_ERROR},
-                    "413": {"description": "Body too large", **_ERROR},
-                    "503": _UNWRITABLE,
+                    "409": {
+                        "description": (
+                            f"A valid document that does not fit the service as it is now: an unknown projection or source, "
+                            f"a source of another type, a {kind} type a resource using it can't take"
+                        ),
+                        **_ERROR,
+                    },
+                    "413": _TOO_LARGE,
+                    "415": _MEDIA,
+                    "503": {
+                        "description": f"The running service can't apply the {kind} (the file is restored), or a file could not be written",
+                        **_ERROR,
+                    },
                 },
             },
             "delete": {
@@ -88,8 +112,10 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "parameters": [_SERVICE, item],
                 "responses": {
                     "204": {"description": "Removed"},
+                    "400": _BAD_ID,
                     **_AUTH,
                     "404": {"description": f"Unknown service or {kind}", **_ERROR},
+                    "503": _UNWRITABLE,
                     **({"409": {"description": "A resource still uses this source", **_ERROR}} if kind == "source" else {}),
                 },
             },
@@ -100,23 +126,31 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
 def write_paths() -> dict[str, Any]:
     """The paths of the admin API's write operations (merged into the admin document)."""
     service = {"$ref": "#/components/schemas/Service"}
-    request = {"$ref": "#/components/schemas/ServiceRequest"}
+    creation = {"$ref": "#/components/schemas/ServiceCreation"}
+    change = {"$ref": "#/components/schemas/ServiceChange"}
     return secured(
         {
             "/services": {
                 "post": {
                     "operationId": "createService",
                     "summary": (
-                        "Create a service: its service file is written beside the "
-                        "server file, added to the server file, and the service started."
+                        "Create a service: its service file is written beside the server file, "
+                        "added to the server file, and the service started."
                     ),
-                    "requestBody": {"required": True, **_json(request)},
+                    "requestBody": {"required": True, **_json(creation)},
                     "responses": {
                         "201": {"description": "Created and started (see lifecycle)", **_json(service)},
                         "400": _INVALID,
                         **_AUTH,
-                        "409": {"description": "A service with this id (or its file) already exists", **_ERROR},
-                        "413": {"description": "Body too large", **_ERROR},
+                        "409": {
+                            "description": (
+                                "A service with this id (or its file) already exists; a listener port is another service's or the "
+                                "administrator's; the projections folder or a certificate file does not exist"
+                            ),
+                            **_ERROR,
+                        },
+                        "413": _TOO_LARGE,
+                        "415": _MEDIA,
                         "503": _UNWRITABLE,
                     },
                 },
@@ -125,20 +159,29 @@ def write_paths() -> dict[str, Any]:
                 "put": {
                     "operationId": "modifyService",
                     "summary": (
-                        "Replace a service's configuration: checked, written atomically, then "
-                        "the service reloads (the old one serves until the new one is ready)."
+                        "Replace a service's configuration: checked, written atomically, then the service "
+                        "reloads (the old one serves until the new one is ready)."
                     ),
                     "parameters": [_SERVICE],
-                    "requestBody": {"required": True, **_json(request)},
+                    "requestBody": {"required": True, **_json(change)},
                     "responses": {
                         "200": {"description": "Changed", **_json(service)},
                         "400": _INVALID,
                         **_AUTH,
                         "404": {"description": "Unknown service", **_ERROR},
+                        "409": {
+                            "description": (
+                                "A listener port is another service's or the administrator's; the "
+                                "projections folder or a certificate file does not exist"
+                            ),
+                            **_ERROR,
+                        },
+                        "413": _TOO_LARGE,
+                        "415": _MEDIA,
                         "503": {
                             "description": (
-                                "The service can't start with the new configuration (the previous one "
-                                "keeps serving and the files are unchanged), or a file could not be written"
+                                "The service can't start with the new configuration (the previous one keeps serving "
+                                "and the files are unchanged), or a file could not be written"
                             ),
                             **_ERROR,
                         },
@@ -148,7 +191,12 @@ def write_paths() -> dict[str, Any]:
                     "operationId": "deleteService",
                     "summary": "Stop a service and remove it from the server file (its service, source and resource files stay).",
                     "parameters": [_SERVICE],
-                    "responses": {"204": {"description": "Deleted"}, **_AUTH, "404": {"description": "Unknown service", **_ERROR}},
+                    "responses": {
+                        "204": {"description": "Deleted"},
+                        **_AUTH,
+                        "404": {"description": "Unknown service", **_ERROR},
+                        "503": _UNWRITABLE,
+                    },
                 },
             },
             **_publication("source", "Source"),
@@ -173,42 +221,149 @@ def secured(paths: dict[str, Any]) -> dict[str, Any]:
     return paths
 
 
-def write_schemas() -> dict[str, Any]:
-    """The schemas the write operations refer to."""
-    return {
-        "ServiceRequest": {
-            "type": "object",
-            "required": ["configuration"],
-            "additionalProperties": False,
-            "properties": {
-                "id": {"type": "string", "pattern": ID_REGEX, "description": "Required to create; must match the URL to change."},
-                "mode": {"type": "string", "enum": ["same-process", "child-process"]},
-                "workers": {"description": 'Number of worker processes, or "auto".'},
-                "startup_timeout": {"type": "number"},
-                "configuration": {
-                    "type": "object",
-                    "description": "The keys of a service file (application, listeners, apis, folders, limits) as JSON.",
+_TEXT = {"type": "string"}
+#: A path as the service file takes it (relative to the file, or absolute); the system refuses NUL.
+_PATH = {"type": "string", "pattern": "^[^\\u0000]+$", "description": "A path ('~user' for a user of the server)."}
+
+
+def _closed(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _positive(description: str) -> dict[str, Any]:
+    return {"type": "number", "exclusiveMinimum": 0, "description": description}
+
+
+def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
+    """The keys of a service file as JSON (what ``parse_service`` accepts from the admin API)."""
+    listener = _closed(
+        {
+            "id": _TEXT,
+            "host": {"type": "string", "pattern": "^[^\\u0000]*$", "description": "Host name or address (127.0.0.1 when left out)."},
+            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "certfile": {**_PATH, "description": "HTTPS certificate: a readable file on the server (with keyfile)."},
+            "keyfile": {**_PATH, "description": "HTTPS key: a readable file on the server (with certfile)."},
+        }
+    )
+    listener["dependentRequired"] = {"certfile": ["keyfile"], "keyfile": ["certfile"]}
+    return _closed(
+        {
+            "application": _closed(
+                {
+                    "name": _TEXT,
+                    "title": _TEXT,
+                    "description": _TEXT,
+                    "language": _TEXT,
+                    # Road2's shapes are accepted too: {"email": ...} and {"keyword": ...}.
+                    "contact": {"anyOf": [_TEXT, _closed({"email": _TEXT})]},
+                    "keywords": {
+                        "anyOf": [
+                            {"type": "array", "items": _TEXT},
+                            _closed({"keyword": {"anyOf": [_TEXT, {"type": "array", "items": _TEXT}]}}, ("keyword",)),
+                        ]
+                    },
+                    "provider": _closed({"name": _TEXT, "mail": _TEXT, "site": _TEXT}, ("name", "mail")),
                 },
+                ("name", "title", "description"),
+            ),
+            "listeners": {
+                "type": "array",
+                "items": listener,
+                "maxItems": 1,
+                "description": "The service's listeners (one main listener by default on 127.0.0.1:8080).",
             },
+            "apis": {
+                "type": "array",
+                "items": {"enum": [{"name": name, "version": version} for name, version in apis]},
+                "description": "The APIs served, among those the installed plugins provide.",
+            },
+            "folders": _closed(
+                {
+                    "sources": {"type": "array", "items": _PATH, "description": "Created when missing."},
+                    "resources": {"type": "array", "items": _PATH, "description": "Created when missing."},
+                    "projections": {**_PATH, "description": "An existing folder of projection files."},
+                }
+            ),
+            "limits": _closed(
+                {
+                    "engine_timeout": _positive("Seconds an engine may take to answer."),
+                    "max_body_bytes": {"type": "integer", "minimum": 1},
+                    "connect_retry_initial": _positive(
+                        "Seconds before a failed source connection is tried again, doubled after each failure."
+                    ),
+                    "connect_retry_max": _positive(
+                        "Longest wait between two connection attempts (a value below connect_retry_initial caps every wait)."
+                    ),
+                }
+            ),
+        },
+        ("application",),
+    )
+
+
+def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource_types: list[str]) -> dict[str, Any]:
+    """The schemas the write operations refer to, exact for the installed plugins."""
+    workers = {
+        "description": f'Worker processes: "auto" (one per usable core) or 1 to {max_workers()}; more than 1 needs child-process.',
+        "anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": max_workers()}],
+    }
+    entry = {
+        "mode": {"type": "string", "enum": ["same-process", "child-process"]},
+        "workers": workers,
+        "startup_timeout": _positive("Seconds until a start that is not ready fails."),
+        "configuration": {"$ref": "#/components/schemas/ServiceConfiguration"},
+    }
+    # One worker in the administrator's process: several workers need child processes.
+    single = {"properties": {"mode": {"const": "same-process"}, "workers": {"const": 1}}, "required": ["mode"]}
+    several = {"not": {"properties": {"mode": {"const": "same-process"}}, "required": ["mode"]}}
+    return {
+        "ServiceConfiguration": service_configuration(apis),
+        "ServiceCreation": {
+            **_closed(
+                {"id": {"type": "string", "pattern": ID_REGEX, "description": "The new service's id (also its file name)."}, **entry},
+                ("id", "configuration"),
+            ),
+            "anyOf": [single, several],
+        },
+        "ServiceChange": {
+            # The id is the URL's (an id in the body is accepted only when it is the same).
+            **_closed({"id": False, **entry}, ("configuration",)),
+            "anyOf": [single, several],
         },
         "SourceDocument": {
             "type": "object",
-            "description": "The keys of a .source file as JSON: id, type, description, projection, bbox, timeout and the kind's own keys.",
+            "description": (
+                "The keys of a .source file as JSON: type, description, projection, bbox, timeout and the kind's own keys "
+                "(checked by the kind: a 400 names each wrong one). The id is the URL's."
+            ),
+            "required": ["type"],
             "properties": {
-                "id": {"type": "string"},
-                "type": {"type": "string"},
-                "projection": {"type": "string"},
-                "bbox": {"type": "string"},
+                "id": False,
+                "type": {"type": "string", "enum": source_kinds},
+                "description": _TEXT,
+                "projection": _TEXT,
+                "bbox": {
+                    "description": "xmin,ymin,xmax,ymax (xmin < xmax, ymin < ymax) in the source's projection",
+                    "anyOf": [
+                        {"type": "string", "pattern": BBOX_REGEX},
+                        {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+                    ],
+                },
+                "timeout": _positive("Seconds the engine may take."),
             },
         },
-        "ResourceDocument": {
-            "type": "object",
-            "description": "The keys of a .resource file as JSON: id, type, sources, description, version, operations.",
-            "properties": {
-                "id": {"type": "string"},
-                "type": {"type": "string"},
-                "sources": {"type": "array", "items": {"type": "string"}},
-                "operations": {"type": "object", "additionalProperties": {"type": "object"}},
+        "ResourceDocument": _closed(
+            {
+                "type": {"type": "string", "enum": resource_types},
+                "sources": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": ID_REGEX}},
+                "description": _TEXT,
+                "version": _TEXT,
+                "operations": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "object"}}},
+                "apis": {"type": "object", "additionalProperties": {"type": "object"}},
             },
-        },
+            ("type", "sources"),
+        ),
     }
