@@ -299,6 +299,9 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
                     ),
                 }
             ),
+            "http": _closed(
+                {"server": {"enum": ["uvicorn", "hypercorn"], "description": "The HTTP server of the listeners (uvicorn by default)."}}
+            ),
         },
         ("application",),
     )
