@@ -56,7 +56,7 @@ from roadkit.pgcluster import PrivateCluster
 from roadkit.projections import ProjectionRegistry
 from roadkit.remote import EngineServers, HttpSettings, RemoteSource
 from roadkit.resources import Resource
-from roadkit.source import Progress, Source, SourceState
+from roadkit.source import CostEntry, CostTable, Progress, Source, SourceState
 from roadkit.view import ServiceView
 
 __all__ = [
@@ -69,6 +69,8 @@ __all__ = [
     "ConstraintType",
     "Coord",
     "Cost",
+    "CostEntry",
+    "CostTable",
     "CostType",
     "Direction",
     "EngineError",

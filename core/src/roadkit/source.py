@@ -14,14 +14,15 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from roadkit.config.convert import structure
 from roadkit.config.models import SourceConfig
-from roadkit.errors import EngineTimeout, UnsupportedOperation
+from roadkit.errors import EngineTimeout, ParameterInvalid, UnsupportedOperation
 from roadkit.model import (
     ConstraintKeyType,
     Cost,
+    CostType,
     IsochroneRequest,
     IsochroneResponse,
     NearestRequest,
@@ -32,6 +33,45 @@ from roadkit.model import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class CostEntry(Protocol):
+    """A configured cost of a multi-cost source (a Valhalla costing, a pair of pgRouting columns...)."""
+
+    @property
+    def profile(self) -> str: ...
+    @property
+    def optimization(self) -> str | None: ...
+    @property
+    def cost_type(self) -> CostType | None: ...
+
+
+class CostTable[E: CostEntry]:
+    """The costs of a source that computes several, found by route key (profile, optimization)
+    first, then by isochrone key (profile, costType)."""
+
+    def __init__(self, source_id: str, entries: Sequence[E]) -> None:
+        self.source_id = source_id
+        self.entries = tuple(entries)
+        self._route = {(e.profile, e.optimization): e for e in self.entries if e.optimization}
+        self._isochrone = {(e.profile, e.cost_type): e for e in self.entries if e.cost_type}
+
+    def costs(self) -> list[Cost]:
+        """The declared costs, in configuration order."""
+        return [Cost(e.profile, e.optimization, e.cost_type) for e in self.entries]
+
+    def find(self, cost: Cost) -> E:
+        """The entry of ``cost`` (a 400 naming ``profile`` when the source has none)."""
+        found = None
+        if cost.optimization is not None:
+            found = self._route.get((cost.profile, cost.optimization))
+        if found is None and cost.cost_type is not None:
+            found = self._isochrone.get((cost.profile, cost.cost_type))
+        if found is None:
+            raise ParameterInvalid(
+                "profile", f"source {self.source_id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}"
+            )
+        return found
 
 
 class SourceState(enum.StrEnum):

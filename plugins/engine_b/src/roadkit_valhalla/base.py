@@ -18,6 +18,7 @@ from roadkit.contract import (
     ConfigurationError,
     ConstraintKeyType,
     Cost,
+    CostTable,
     EngineError,
     IsochroneRequest,
     IsochroneResponse,
@@ -94,8 +95,7 @@ class ValhallaBase(Source):
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         costs: tuple[ValhallaCost, ...] = options.costs
-        self._route_costs = {(c.profile, c.optimization): c for c in costs if c.optimization}
-        self._isochrone_costs = {(c.profile, c.cost_type): c for c in costs if c.cost_type}
+        self.cost_table = CostTable(self.id, costs)
 
     @staticmethod
     def check_projection(config: SourceConfig) -> None:
@@ -114,18 +114,11 @@ class ValhallaBase(Source):
         return limits
 
     def costs(self) -> Sequence[Cost]:
-        return [Cost(c.profile, c.optimization, c.cost_type) for c in self.valhalla_costs]
+        return self.cost_table.costs()
 
     def resolve_cost(self, cost: Cost) -> ValhallaCost:
         """The Valhalla costing of a cost (route key first, then isochrone key)."""
-        found = None
-        if cost.optimization is not None:
-            found = self._route_costs.get((cost.profile, cost.optimization))
-        if found is None and cost.cost_type is not None:
-            found = self._isochrone_costs.get((cost.profile, cost.cost_type))
-        if found is None:
-            raise ParameterInvalid("profile", f"source {self.id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}")
-        return found
+        return self.cost_table.find(cost)
 
     def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
         if constraint_type == "banned":

@@ -22,13 +22,13 @@ import asyncpg
 from roadkit.contract import (
     ConstraintKeyType,
     Cost,
+    CostTable,
     EngineError,
     EngineTimeout,
     IsochroneRequest,
     IsochroneResponse,
     NearestRequest,
     NearestResponse,
-    ParameterInvalid,
     Progress,
     RoadkitError,
     RouteRequest,
@@ -78,26 +78,18 @@ class PgRoutingSource(Source):
         self._columns: dict[str, str] = {}
         self._has_restrictions = False
         self._probe: asyncio.Task[None] | None = None
-        self._route_costs = {(c.profile, c.optimization): c for c in options.costs if c.optimization}
-        self._isochrone_costs = {(c.profile, c.cost_type): c for c in options.costs if c.cost_type}
+        self.cost_table = CostTable(self.id, options.costs)
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> PgOptions:
         return parse_options(config)
 
     def costs(self) -> Sequence[Cost]:
-        return [Cost(c.profile, c.optimization, c.cost_type) for c in self.options.costs]
+        return self.cost_table.costs()
 
     def resolve_cost(self, cost: Cost) -> PgCost:
         """The columns of a cost (route key first, then isochrone key)."""
-        found = None
-        if cost.optimization is not None:
-            found = self._route_costs.get((cost.profile, cost.optimization))
-        if found is None and cost.cost_type is not None:
-            found = self._isochrone_costs.get((cost.profile, cost.cost_type))
-        if found is None:
-            raise ParameterInvalid("profile", f"source {self.id} has no cost for {cost.profile}/{cost.optimization or cost.cost_type}")
-        return found
+        return self.cost_table.find(cost)
 
     @classmethod
     def data_paths(cls, config: SourceConfig, options: PgOptions) -> Sequence[Path]:
