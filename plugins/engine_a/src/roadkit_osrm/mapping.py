@@ -9,15 +9,17 @@ access copies the part below it, so each part is read once) or the dict of a par
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, ClassVar
 
 import attrs
 from pypolyline.cutil import decode_polyline
 
 from roadkit.contract import (
     BadRequest,
+    ConstraintKeyType,
     Coord,
+    Cost,
     EngineError,
     NearestPoint,
     NearestRequest,
@@ -42,6 +44,23 @@ EXCLUDE_UNSUPPORTED = "Exclude flag combination is not supported"
 
 def _lonlat(point: Coord) -> str:
     return f"{point[0]!r},{point[1]!r}"
+
+
+class OsrmKind:
+    """What every OSRM source kind declares and answers alike, in process (``osrm``) or over HTTP (``osrm-http``)."""
+
+    operations = frozenset({"route", "nearest"})
+    #: banned values are OSRM exclude classes
+    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}
+    #: services of the native OSRM API these sources answer (see roadkit_osrm.native.contract)
+    native_services = ("route", "nearest", "table", "trip", "match", "tile")
+    options: Any
+
+    def costs(self) -> Sequence[Cost]:
+        return [Cost(self.options.cost.profile, self.options.cost.optimization)]
+
+    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        return constraint_problem(constraint_type)
 
 
 @attrs.frozen

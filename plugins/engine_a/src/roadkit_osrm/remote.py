@@ -8,16 +8,14 @@ same mapping as the in-process ``osrm`` kind. Its sources serve ``osrm`` resourc
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Collection
+from typing import Any
 
 import attrs
 import orjson
 
 from roadkit.contract import (
     ConfigurationError,
-    ConstraintKeyType,
-    Cost,
     EngineError,
     EngineServers,
     HttpSettings,
@@ -61,18 +59,12 @@ class OsrmHttpOptions:
     url_profile: str = "driving"
 
 
-class OsrmHttpSource(RemoteSource):
+class OsrmHttpSource(mapping.OsrmKind, RemoteSource):
     """OSRM answered by osrm-routed servers over HTTP (aiohttp, one connection pool per source)."""
 
     kind = "osrm-http"
     resource_type = "osrm"
     options_class = OsrmHttpOptions
-    operations = frozenset({"route", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
-        "name-osrm": ConstraintKeyType(("=",))
-    }  # banned values are OSRM exclude classes
-    #: services of the native OSRM API this source answers: all, forwarded (roadkit_osrm.native.contract)
-    native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmHttpOptions
 
     def __init__(self, config: SourceConfig, options: OsrmHttpOptions, *, timeout: float = 10.0) -> None:
@@ -88,12 +80,6 @@ class OsrmHttpSource(RemoteSource):
         if problems:
             raise ConfigurationError(problems)
         return options
-
-    def costs(self) -> Sequence[Cost]:
-        return [Cost(self.options.cost.profile, self.options.cost.optimization)]
-
-    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
-        return mapping.constraint_problem(constraint_type)
 
     def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
         # Asked to the servers' dataset as the in-process source asks its own (a blocking probe per

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import attrs
 
 from roadkit.contract import (
     ConfigurationError,
-    ConstraintKeyType,
-    Cost,
     EngineError,
     NearestRequest,
     NearestResponse,
@@ -75,17 +73,11 @@ class OsrmOptions:
     max_nearest: int = 100
 
 
-class OsrmSource(Source):
+class OsrmSource(mapping.OsrmKind, Source):
     """OSRM through osrm-bindings. The binding holds the GIL: one engine thread per source."""
 
     kind = "osrm"
     options_class = OsrmOptions
-    operations = frozenset({"route", "nearest"})
-    constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
-        "name-osrm": ConstraintKeyType(("=",))
-    }  # banned values are OSRM exclude classes
-    #: services of the native OSRM API this source answers (see roadkit_osrm.native.contract)
-    native_services = ("route", "nearest", "table", "trip", "match", "tile")
     options: OsrmOptions
 
     def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
@@ -107,14 +99,8 @@ class OsrmSource(Source):
             raise ConfigurationError([f"{config.path}: max_nearest: expected a positive integer, got {options.max_nearest}"])
         return attrs.evolve(options, storage=storage, preparation=preparation)
 
-    def costs(self) -> Sequence[Cost]:
-        return [Cost(self.options.cost.profile, self.options.cost.optimization)]
-
     def threads(self) -> int:
         return 1
-
-    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
-        return mapping.constraint_problem(constraint_type)
 
     def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
         # The dataset excludes only the class sets its profile declared ``excludable``: asked, not guessed.
