@@ -199,9 +199,19 @@ class Source:
         """The sets of banned ``field`` values (at most ``most`` together) the engine applies at once.
 
         None (the default) when every combination works. Called on a connected source while its
-        resources are built: the capabilities advertise the result and other combinations are 400s.
+        resources are built, on the event loop: the capabilities advertise the result and other
+        combinations are 400s. A source that must ask its engine over the network learns the answer
+        in :meth:`learn_bans` first; here it only reads what it learnt.
         """
         return None
+
+    async def learn_bans(self, fields: Collection[str], most: int) -> None:
+        """Learn what :meth:`supported_bans` will answer for these fields (asynchronous I/O allowed).
+
+        Awaited on a connected source before the resources that ban these fields are built (at the
+        service's start, after a connection or a reconnection, when a resource is published). The
+        default learns nothing: ``supported_bans`` knows its answer without asking.
+        """
 
     async def connect(self) -> None:
         """Open the engine. Sets ``green`` on success; raises (and sets ``red``) on failure."""
