@@ -187,15 +187,20 @@ class WorkerProcess:
         self.owner.worker_exited(self)
 
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout: float = HEALTH_TIMEOUT) -> Any:
-        """Ask the worker; its answer, or the RoadkitError it sent, or TimeoutError / ChannelClosed."""
+        """Ask the worker; its answer, or the RoadkitError it sent, or TimeoutError / ChannelClosed.
+
+        ``timeout`` bounds the whole exchange, the send included: a worker that stops reading its
+        channel (frozen, or stuck in a blocking call) fills the socket's buffer, and a send then waits.
+        """
         if self.channel is None or not self.alive:
             raise ChannelClosed(f"{self.name} is not running")
         rid = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
-            await self.channel.send({"id": rid, "op": op, "args": args or {}})
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                await self.channel.send({"id": rid, "op": op, "args": args or {}})
+                return await future
         finally:
             self._pending.pop(rid, None)
 
