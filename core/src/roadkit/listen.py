@@ -34,6 +34,7 @@ from starlette.types import ASGIApp
 
 from roadkit.config.models import Listener
 from roadkit.servers import Draining
+from roadkit_support.serving import ACCESS_LOG_FORMAT
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +137,6 @@ class ListeningSockets:
 
 def server_config(listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0) -> Config:
     """The hypercorn settings of a service's HTTP server (certificates are per listener, see SocketServer)."""
-    from roadkit.serving_helpers import ACCESS_LOG_FORMAT
-
     config = Config()
     config.accesslog = logging.getLogger("roadkit.access") if access_log else None
     config.access_log_format = ACCESS_LOG_FORMAT
