@@ -112,14 +112,16 @@ CREATE TABLE {stage}.restriction_prefixes (
 # ``no_*``: prefix + each to edge; ``only_*``: prefix + every other car edge at ``vertex``, U-turn included.
 RESTRICTIONS = """
 CREATE TABLE {new}.turn_restrictions AS
-WITH paths AS (
+WITH ends AS (  -- every (vertex, car edge) pair: an equi-join (hashed) where "vertex IN (source, target)" would scan
+  SELECT source AS vertex, id FROM {new}.ways WHERE car UNION ALL SELECT target, id FROM {new}.ways WHERE car
+), paths AS (
   SELECT p.relation, p.kind, p.via, p.prefix || t.id AS path
   FROM {stage}.restriction_prefixes p CROSS JOIN LATERAL unnest(p.to_edges) AS t(id)
   WHERE starts_with(p.kind, 'no_')
   UNION
-  SELECT p.relation, p.kind, p.via, p.prefix || w.id
-  FROM {stage}.restriction_prefixes p JOIN {new}.ways w ON p.vertex IN (w.source, w.target)
-  WHERE starts_with(p.kind, 'only_') AND w.car AND w.id <> ALL (p.to_edges)
+  SELECT p.relation, p.kind, p.via, p.prefix || e.id
+  FROM {stage}.restriction_prefixes p JOIN ends e ON e.vertex = p.vertex
+  WHERE starts_with(p.kind, 'only_') AND e.id <> ALL (p.to_edges)
 )
 SELECT (row_number() OVER (ORDER BY relation, path))::bigint AS id, path[1] AS id_from, path[cardinality(path)] AS id_to,
        path, relation AS osm_id, kind, via
