@@ -26,6 +26,11 @@ def configuration(port: int, **changes: Any) -> dict[str, Any]:
     } | changes
 
 
+def main_configuration(port: int, **changes: Any) -> dict[str, Any]:
+    """The configuration of the fixture's service "main" (its own folders) as JSON, with ``changes``."""
+    return configuration(port, folders={"sources": ["sources"], "resources": ["resources"], "projections": "projections"}, **changes)
+
+
 class Admin:
     def __init__(self, root: Path, plugins: Plugins) -> None:
         self.root = root
@@ -196,8 +201,7 @@ async def test_a_change_the_service_cannot_start_with_keeps_the_previous_one(adm
         before = admin.snapshot()
         # The new service file is valid, but a resource file in the folders it now names is not: the new
         # service fails to load while the old one is still serving.
-        failing = configuration(admin.main_port)
-        failing["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+        failing = main_configuration(admin.main_port)
         write(
             admin.root / "resources" / "broken.resource",
             'id = "broken"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n',
@@ -228,8 +232,7 @@ async def test_a_changed_service_reloads_under_load_without_a_failed_request(adm
     clients = [asyncio.create_task(load()) for _ in range(4)]
     async with httpx.AsyncClient(timeout=30) as c:
         for i in range(3):
-            changed = configuration(admin.main_port, application={"name": "t", "title": f"v{i}", "description": "d"})
-            changed["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            changed = main_configuration(admin.main_port, application={"name": "t", "title": f"v{i}", "description": "d"})
             response = await c.put(f"{admin.base}/services/main", json={"configuration": changed})
             assert response.status_code == 200, response.text
             assert response.json()["configuration"]["application"]["title"] == f"v{i}"
@@ -272,8 +275,7 @@ async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, pl
             refused = await c.post(f"{base}/services", json={"id": "second", "configuration": configuration(free_port())})
             assert refused.status_code == 409 and "Road2 administration file" in refused.json()["error"]["message"]
             assert (await c.delete(f"{base}/services/main")).status_code == 409
-            same = configuration(service_port, application={"name": "t", "title": "Changed", "description": "d"})
-            same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            same = main_configuration(service_port, application={"name": "t", "title": "Changed", "description": "d"})
             changed = await c.put(f"{base}/services/main", json={"configuration": same})  # the service file itself may change
             assert changed.status_code == 200, changed.text
             assert (await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
@@ -347,8 +349,7 @@ async def test_a_listener_host_that_names_no_address_is_a_400(admin: Admin) -> N
 async def test_a_change_of_start_up_settings_the_service_cannot_start_with_keeps_it_serving(admin: Admin) -> None:
     # Before: the old service was stopped, the new one failed to start, and the answer was a 200.
     assert admin.administrator is not None
-    same = configuration(admin.main_port)
-    same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+    same = main_configuration(admin.main_port)
     before, handle = admin.snapshot(), admin.administrator.handles["main"]
     async with httpx.AsyncClient(timeout=10) as c:
         response = await c.put(f"{admin.base}/services/main", json={"mode": "same-process", "startup_timeout": 1e-9, "configuration": same})
@@ -364,8 +365,7 @@ async def test_a_change_of_start_up_settings_the_service_cannot_start_with_keeps
 async def test_a_change_of_mode_the_service_cannot_start_in_restores_the_previous_one(admin: Admin) -> None:
     # Before: the service stayed down (failed) with the new files, and the answer was a 200.
     assert admin.administrator is not None
-    same = configuration(admin.main_port)
-    same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+    same = main_configuration(admin.main_port)
     before = admin.snapshot()
     async with httpx.AsyncClient(timeout=30) as c:
         response = await c.put(
@@ -383,8 +383,7 @@ async def test_a_change_of_mode_the_service_cannot_start_in_restores_the_previou
 
 async def test_mode_or_workers_that_do_not_go_with_the_current_ones_are_a_409(admin: Admin) -> None:
     assert admin.administrator is not None
-    same = configuration(admin.main_port)
-    same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+    same = main_configuration(admin.main_port)
     before = admin.snapshot()
     async with httpx.AsyncClient(timeout=10) as c:
         # "main" runs in the same process: several workers need child processes, which the request does not ask for.
@@ -481,3 +480,20 @@ async def test_a_service_that_cannot_start_is_not_created(admin: Admin) -> None:
                 assert not (admin.root / "second").exists(), "the folders created for it are gone"
         created = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port())})
         assert created.status_code == 201, created.text
+
+
+async def test_a_large_service_document_does_not_freeze_the_administrator(admin: Admin) -> None:
+    # Before: the service file was written with tomlkit, quadratic in the number of items: a body of 30,000
+    # keywords (330 kB, under the 1 MB limit) kept the administrator's event loop busy for about a minute.
+    import asyncio
+
+    keywords = [f"keyword-{i}" for i in range(30_000)]
+    body = {"id": "large", "mode": "same-process", "configuration": configuration(free_port())}
+    body["configuration"]["application"]["keywords"] = keywords
+    async with httpx.AsyncClient(timeout=30) as c:
+        creating = asyncio.create_task(c.post(f"{admin.base}/services", json=body))
+        await asyncio.sleep(0.05)
+        assert (await c.get(f"{admin.base}/version")).status_code == 200, "the administrator answers meanwhile"
+        created = await creating
+        assert created.status_code == 201, created.text
+    assert tomllib.loads((admin.root / "large.service.toml").read_text())["application"]["keywords"] == keywords
