@@ -109,6 +109,9 @@ class Source:
     #: The constraint key types (``keyType`` of resource files) this kind applies, with their operators.
     #: A resource whose sources do not all declare a key's type refuses it in the configuration.
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {}
+    #: The years of a ``date_time`` the engine reads: a date outside is a 400 naming ``date_time``
+    #: (the simple API's document gives the same range).
+    date_time_years: ClassVar[tuple[int, int]] = (1000, 9999)
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         self.config = config
@@ -192,6 +195,14 @@ class Source:
 
         A resource key that allows a constraint type one of its sources never applies is refused in
         the configuration, so that the capabilities only advertise what requests get.
+        """
+        return None
+
+    def isochrone_limit(self, cost_type: str) -> float | None:
+        """The largest isochrone the engine computes: seconds (``time``) or meters (``distance``); None: no limit.
+
+        Asked on a connected source. A larger ``costValue`` is a 400 naming it, and the simple API's
+        document gives the largest value in each unit.
         """
         return None
 

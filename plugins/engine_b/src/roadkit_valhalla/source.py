@@ -27,6 +27,17 @@ T = TypeVar("T")
 __all__ = ["ResponseTooLarge", "ValhallaSource", "engine_error"]
 
 
+def isochrone_limits(settings: Any) -> dict[str, float]:
+    """The largest isochrone of a valhalla.json (``service_limits.isochrone``): seconds for time, meters for distance."""
+    limits = settings.get("service_limits", {}).get("isochrone", {}) if isinstance(settings, dict) else {}
+    found: dict[str, float] = {}
+    for cost_type, key, factor in (("time", "max_time_contour", 60.0), ("distance", "max_distance_contour", 1000.0)):
+        value = limits.get(key) if isinstance(limits, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            found[cost_type] = float(value) * factor  # minutes, kilometers
+    return found
+
+
 class ValhallaSource(ValhallaBase):
     """Valhalla tiles served by a pool of Actors created when the source connects."""
 
@@ -37,6 +48,7 @@ class ValhallaSource(ValhallaBase):
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self._actors: queue.SimpleQueue[Any] | None = None
+        self._isochrone_limits: dict[str, float] = {}
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> ValhallaOptions:
@@ -63,9 +75,11 @@ class ValhallaSource(ValhallaBase):
 
         path = self.options.storage.config
         try:
-            mjolnir = orjson.loads(path.read_bytes())["mjolnir"]
+            settings = orjson.loads(path.read_bytes())
+            mjolnir = settings["mjolnir"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise EngineError(f"cannot read the Valhalla configuration {path}: {exc}") from None
+        self._isochrone_limits = isochrone_limits(settings)
         tar = Path(mjolnir["tile_extract"]) if mjolnir.get("tile_extract") else None
         if not has_tiles(Path(mjolnir.get("tile_dir") or "."), tar):
             raise EngineError(f"the Valhalla configuration {path} points to no tiles (run 'roadkit prepare')")
@@ -88,6 +102,10 @@ class ValhallaSource(ValhallaBase):
     async def disconnect(self) -> None:
         self._actors = None
         await super().disconnect()
+
+    def isochrone_limit(self, cost_type: str) -> float | None:
+        # Read from the valhalla.json the Actors load (service_limits.isochrone), at connection.
+        return self._isochrone_limits.get(cost_type)
 
     def _call(self, action: str, body: dict[str, Any]) -> Any:
         """One Actor call on a pooled Actor; the answer parsed, after the response-size check."""
