@@ -115,6 +115,16 @@ def _line(shape: str) -> list[Coord]:
     return [(c[0], c[1]) for c in decode_polyline(shape.encode("ascii"), 6)]
 
 
+#: The characters that end an encoded value (``?`` to ``^``: no continuation bit); two per point.
+_VALUE_ENDS = bytes(range(63, 95))
+
+
+def _points_in(shape: str) -> int:
+    """How many points a polyline holds, without decoding it."""
+    data = shape.encode("ascii")
+    return (len(data) - len(data.translate(None, _VALUE_ENDS))) // 2
+
+
 def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
     instruction: dict[str, Any] = {"type": maneuver["type"]}
     if maneuver.get("modifier"):
@@ -124,15 +134,44 @@ def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
     return instruction
 
 
-def _steps(raw: Iterable[dict[str, Any]], with_mode: bool) -> list[Step]:
+def _step_lines(legs: list[dict[str, Any]], geometry: list[Coord]) -> list[list[list[Coord]]]:
+    """Each step's line, sliced from the route's: decoding them all cost more than the rest of the reading.
+
+    The route's line is its legs' lines end to end, each leg after the first without its first
+    point (Valhalla assumes it is the previous leg's last one; it is not when a waypoint snaps to
+    two edges); within a leg, each step starts where the previous one ended, and an ``arrive``
+    step is its leg's last point twice. An answer that does not add up is read step by step.
+    """
+    lines: list[list[list[Coord]]] = []
+    cursor = 0
+    for index, leg in enumerate(legs):
+        leg_lines = []
+        for number, step in enumerate(leg["steps"]):
+            if step["maneuver"]["type"] == "arrive":
+                leg_lines.append([geometry[cursor], geometry[cursor]] if cursor < len(geometry) else [])
+                continue
+            count = _points_in(step["geometry"])
+            if index and not number:  # the leg's own first point, then the route's
+                first = decode_polyline(step["geometry"].encode("ascii"), 6)[0]
+                leg_lines.append([(first[0], first[1]), *geometry[cursor + 1 : cursor + count]])
+            else:
+                leg_lines.append(geometry[cursor : cursor + count])
+            cursor += max(count - 1, 0)
+        lines.append(leg_lines)
+    if cursor != len(geometry) - 1 or any(not line for leg_lines in lines for line in leg_lines):
+        return [[_line(step["geometry"]) for step in leg["steps"]] for leg in legs]
+    return lines
+
+
+def _steps(raw: Iterable[dict[str, Any]], lines: list[list[Coord]], with_mode: bool) -> list[Step]:
     steps = []
-    for step in raw:
+    for step, line in zip(raw, lines, strict=True):
         attributes: dict[str, Any] = {"name": way_name(step.get("name", ""))}
         if with_mode:
             attributes["mode"] = step.get("mode", "")
         steps.append(
             Step(
-                geometry=_line(step["geometry"]),
+                geometry=line,
                 distance=step["distance"],
                 duration=step["duration"],
                 attributes=attributes,
@@ -152,21 +191,23 @@ def route_response(answer: dict[str, Any], request: RouteRequest, cost: Valhalla
     legs = route["legs"]
     if len(legs) != len(waypoints) - 1:
         raise NoPathFound(f"No route found through every point ({len(legs)} legs for {len(waypoints)} points)")
+    geometry = _line(route["geometry"])
     with_mode = cost.costing == "multimodal"
+    lines = _step_lines(legs, geometry) if request.steps else [[] for _ in legs]
     portions = [
         Portion(
             waypoints[i],
             waypoints[i + 1],
             leg["distance"],
             leg["duration"],
-            _steps(leg["steps"], with_mode) if request.steps else [],
+            _steps(leg["steps"], lines[i], with_mode) if request.steps else [],
         )
         for i, leg in enumerate(legs)
     ]
     return RouteResponse(
         start=waypoints[0],
         end=waypoints[-1],
-        geometry=_line(route["geometry"]),
+        geometry=geometry,
         distance=route["distance"],
         duration=route["duration"],
         portions=portions,
