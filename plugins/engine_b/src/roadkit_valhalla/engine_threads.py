@@ -3,8 +3,8 @@
 A request's engine call goes to whichever thread is free, and its answer comes back to the event
 loop with one wake-up (``call_soon_threadsafe``). A thread pool borrowing Actors from a pool did
 the same with two pools, a concurrent future chained to the asyncio one and their locks: measured
-with the engine replaced by recorded answers, 0.06 ms of CPU more per request, a fifth of what
-roadkit adds to a Valhalla isochrone (bench/README.md).
+with the engine replaced by recorded answers (bench/README.md), 0.03 to 0.04 ms of CPU more per
+request, an eighth of what roadkit itself spends on an isochrone.
 """
 
 from __future__ import annotations
