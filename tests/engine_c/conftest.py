@@ -31,9 +31,10 @@ EXTENSIONS = ("postgis", "pgrouting", "hstore")
 
 
 def import_key() -> str:
-    """What the cached graph depends on: the extract and the import code (SQL, mapping of OSM classes)."""
+    """What the cached graph depends on: the extract and the import code (SQL, mapping of OSM classes, restrictions)."""
     package = resources.files("roadkit_pgrouting")
-    code = [package.joinpath(name).read_text(encoding="utf-8") for name in ("import_sql.py", "importer.py", "mapconfig.xml")]
+    names = ("import_sql.py", "importer.py", "mapconfig.xml", "restrictions.py")
+    code = [package.joinpath(name).read_text(encoding="utf-8") for name in names]
     return content_key(MONACO_PBF, *code)
 
 

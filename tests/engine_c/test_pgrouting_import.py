@@ -11,7 +11,6 @@ import pytest
 from roadkit.cli import main as roadkit_main
 from roadkit.model import Cost, RouteRequest
 from roadkit.source import SourceState
-from roadkit_pgrouting.importer import read_restrictions
 from tests.engine_c.conftest import END, MONACO_PBF, START, make_pg_example
 from tests.engine_c.test_pgrouting_failures import _source
 
@@ -73,16 +72,6 @@ async def test_import_costs_follow_one_ways_speeds_and_pedestrian_rules(imported
     assert counts["along_one_way"] > 100
     assert counts["not_4_kmh"] == 0 and counts["car_m_not_length"] == 0
     assert counts["disabled_islands"] > 0, "small components are disabled"
-
-
-def test_restriction_relations_are_read_from_osmium_opl() -> None:
-    opl = (
-        "r1 v1 Ttype=restriction,restriction=no_left_turn Mw10@from,n20@via,w30@to\n"
-        "r2 v1 Ttype=restriction,restriction=only_straight_on Mw11@from,w31@to,n21@via\n"
-        "r3 v1 Ttype=restriction,restriction=no_u_turn Mw12@from,w13@via,w12@to\n"
-        "r4 v1 Ttype=restriction,restriction=give_way Mw1@from,n2@via,w3@to\n"
-    )
-    assert read_restrictions(opl) == [("no_left_turn", 10, 20, 30), ("only_straight_on", 11, 21, 31)]
 
 
 def test_import_refuses_public_and_bad_schema_names(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:

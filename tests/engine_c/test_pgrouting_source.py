@@ -82,7 +82,7 @@ async def _direct_route(dsn: str, points: Sequence[Coord], cost: str, rcost: str
         rows = await conn.fetch(
             "SELECT edge, route_agg_cost FROM pgr_trspVia_withPoints($1, $2, $3, ARRAY[" + via + "]::bigint[], directed => true)",
             f"SELECT id, source, target, {cost} AS cost, {rcost} AS reverse_cost FROM monaco.ways",
-            "SELECT ARRAY[id_from, id_to]::bigint[] AS path, 1e7::float8 AS cost FROM monaco.turn_restrictions",
+            "SELECT path, 1e7::float8 AS cost FROM monaco.turn_restrictions",
             points_sql,
         )
     finally:

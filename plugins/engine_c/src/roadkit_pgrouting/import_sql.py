@@ -101,27 +101,31 @@ WHERE source IN (SELECT node FROM small) OR target IN (SELECT node FROM small)
 """
 
 RESTRICTIONS_TABLE = """
-CREATE TABLE {new}.osm_restrictions (kind text, from_way bigint, via_node bigint, to_way bigint);
+CREATE TABLE {stage}.restriction_prefixes (
+  relation bigint, kind text, via text, prefix bigint[], vertex bigint, to_edges bigint[]
+);
 """
 
-# Road2's turn_restrictions: forbidden (id_from, id_to) edge pairs. "no_*" forbids the one turn;
-# "only_*" forbids every other edge leaving the via node.
+# turn_restrictions: the edge paths pgRouting's TRSP must not take (``path``), with Road2's ``id_from``
+# and ``id_to`` (first and last edge), the OSM relation, its kind and whether its via is a node or a way.
+# A prefix (from edge + via edges, ending at ``vertex``, see roadkit_pgrouting.restrictions) gives:
+# ``no_*``: prefix + each to edge; ``only_*``: prefix + every other car edge at ``vertex``, U-turn included.
 RESTRICTIONS = """
 CREATE TABLE {new}.turn_restrictions AS
-WITH r AS (
-  SELECT r.kind, r.from_way, r.to_way, v.id AS via
-  FROM {new}.osm_restrictions r JOIN {new}.ways_vertices_pgr v ON v.osm_id = r.via_node
-), pairs AS (
-  SELECT r.kind, r.to_way, f.id AS id_from, t.id AS id_to, t.osm_id AS to_osm
-  FROM r
-  JOIN {new}.ways f ON f.osm_id = r.from_way AND r.via IN (f.source, f.target)
-  JOIN {new}.ways t ON r.via IN (t.source, t.target) AND t.id <> f.id
+WITH ends AS (  -- every (vertex, car edge) pair: an equi-join (hashed) where "vertex IN (source, target)" would scan
+  SELECT source AS vertex, id FROM {new}.ways WHERE car UNION ALL SELECT target, id FROM {new}.ways WHERE car
+), paths AS (
+  SELECT p.relation, p.kind, p.via, p.prefix || t.id AS path
+  FROM {stage}.restriction_prefixes p CROSS JOIN LATERAL unnest(p.to_edges) AS t(id)
+  WHERE starts_with(p.kind, 'no_')
+  UNION
+  SELECT p.relation, p.kind, p.via, p.prefix || e.id
+  FROM {stage}.restriction_prefixes p JOIN ends e ON e.vertex = p.vertex
+  WHERE starts_with(p.kind, 'only_') AND e.id <> ALL (p.to_edges)
 )
-SELECT row_number() OVER () AS id, id_from, id_to FROM (
-  SELECT DISTINCT id_from, id_to FROM pairs
-  WHERE (kind LIKE 'no_%' AND to_osm = to_way) OR (kind LIKE 'only_%' AND to_osm <> to_way)
-) s;
-DROP TABLE {new}.osm_restrictions;
+SELECT (row_number() OVER (ORDER BY relation, path))::bigint AS id, path[1] AS id_from, path[cardinality(path)] AS id_to,
+       path, relation AS osm_id, kind, via
+FROM paths;
 """
 
 INDEXES = """

@@ -22,7 +22,7 @@ from typing import Any
 import asyncpg
 
 from roadkit.contract import Command, Progress, RoadkitError
-from roadkit_pgrouting import import_sql
+from roadkit_pgrouting import import_sql, restrictions
 from roadkit_pgrouting.database import EXTENSIONS, describe, settings_of, start_cluster
 from roadkit_pgrouting.options import IDENTIFIER, DatabaseFile, quote
 
@@ -49,30 +49,6 @@ def _run(args: list[str], what: str) -> str:
     except subprocess.CalledProcessError as exc:
         tail = "\n".join((exc.stderr or exc.stdout or "").strip().splitlines()[-15:])
         raise ImportFailed(f"{what} failed:\n{tail}") from None
-
-
-def read_restrictions(opl: str) -> list[tuple[str, int, int, int]]:
-    """(kind, from way, via node, to way) of the OSM restriction relations in osmium's OPL text.
-
-    Relations with a via way (not a node) or several from/to members are left out, as most routers do.
-    """
-    found = []
-    for line in opl.splitlines():
-        if not line.startswith("r"):
-            continue
-        fields = {part[:1]: part[1:] for part in line.split(" ")}
-        tags = dict(t.split("=", 1) for t in fields.get("T", "").split(",") if "=" in t)
-        kind = tags.get("restriction", "")
-        if not kind.startswith(("no_", "only_")):
-            continue
-        roles: dict[str, list[str]] = {}
-        for member in fields.get("M", "").split(","):
-            ref, _, role = member.partition("@")
-            roles.setdefault(role, []).append(ref)
-        froms, vias, tos = roles.get("from", []), roles.get("via", []), roles.get("to", [])
-        if len(froms) == 1 and len(vias) == 1 and len(tos) == 1 and froms[0][:1] == "w" and vias[0][:1] == "n" and tos[0][:1] == "w":
-            found.append((kind, int(froms[0][1:]), int(vias[0][1:]), int(tos[0][1:])))
-    return found
 
 
 def _connect_args(settings: DatabaseFile) -> list[str]:
@@ -114,12 +90,23 @@ async def _fetch(settings: DatabaseFile, query: str, *args: Any) -> list[asyncpg
         await conn.close()
 
 
-async def _copy_restrictions(settings: DatabaseFile, new: str, rows: list[tuple[str, int, int, int]]) -> None:
+async def _restrictions(settings: DatabaseFile, names: dict[str, str], opl: str) -> restrictions.Counts:
+    """The turn_restrictions table from osmium's OPL text of the restriction relations."""
+    relations, skipped = restrictions.read_relations(opl)
+    ways, nodes = restrictions.osm_ids(relations)
     conn = await _connect(settings)
     try:
-        await conn.copy_records_to_table("osm_restrictions", schema_name=new, records=rows)
+        edges = [restrictions.Edge(*r) for r in await conn.fetch(restrictions.EDGES.format(**names), ways)]
+        vertices = {r["osm_id"]: r["id"] for r in await conn.fetch(restrictions.VERTICES.format(**names), nodes)}
+        prefixes, unmapped = restrictions.resolve(relations, edges, vertices)
+        await conn.execute(import_sql.RESTRICTIONS_TABLE.format(**names))
+        records = [p.record() for p in prefixes]
+        await conn.copy_records_to_table("restriction_prefixes", schema_name=names["stage_name"], records=records)
+        await conn.execute(import_sql.RESTRICTIONS.format(**names))
+        rows = await conn.fetch(restrictions.COUNTS.format(**names))
     finally:
         await conn.close()
+    return restrictions.Counts.of(skipped + unmapped, prefixes, rows)
 
 
 def import_osm(
@@ -131,7 +118,7 @@ def import_osm(
     turn_restrictions: bool = True,
     progress: Progress | None = None,
 ) -> dict[str, int]:
-    """Build Road2's schema ``schema`` from ``osm``; returns counts (ways, vertices, restrictions)."""
+    """Build Road2's schema ``schema`` from ``osm``; returns counts (ways, vertices, turn restrictions)."""
     progress = progress or Progress()
     if not osm.is_file():
         raise ImportFailed(f"OSM extract not found: {osm}")
@@ -139,7 +126,7 @@ def import_osm(
         raise ImportFailed(f"schema: expected a dedicated schema name (letters, digits, underscores; not public), got {schema!r}")
     started = time.monotonic()
     new, stage, old = (f"{schema}_rk_new", f"{schema}_rk_osm", f"{schema}_rk_old")
-    names = {"new": quote(new), "stage": quote(stage)}
+    names = {"new": quote(new), "stage": quote(stage), "stage_name": stage}
     run = asyncio.run
     with tempfile.TemporaryDirectory(prefix="roadkit-pgr-") as tmp:
         work = Path(tmp)
@@ -182,17 +169,14 @@ def import_osm(
             for profile in PROFILES:
                 progress.info(f"disabling the {profile} components of fewer than {min_component} vertices")
                 run(_sql(settings, import_sql.COMPONENTS.format(profile=profile, min=int(min_component), **names)))
-            restrictions = 0
+            found = restrictions.Counts()
             if turn_restrictions:
+                progress.info("osmium: extracting the turn-restriction relations")
                 opl = _run(
                     [_tool("osmium"), "tags-filter", str(osm), "r/type=restriction", "-R", "-f", "opl", "-o", "-"], "osmium tags-filter"
                 )
-                rows = read_restrictions(opl)
-                run(_sql(settings, import_sql.RESTRICTIONS_TABLE.format(**names)))
-                run(_copy_restrictions(settings, new, rows))
-                run(_sql(settings, import_sql.RESTRICTIONS.format(**names)))
-                restrictions = run(_fetch(settings, f"SELECT count(*) FROM {quote(new)}.turn_restrictions"))[0][0]
-                progress.info(f"turn restrictions: {len(rows)} OSM relations, {restrictions} forbidden edge pairs")
+                found = run(_restrictions(settings, names, opl))
+                progress.info(found.summary())
             progress.info("GiST indexes, clustering, ANALYZE")
             run(_sql(settings, import_sql.INDEXES.format(**names)))
             run(_sql(settings, f"ANALYZE {quote(new)}.ways; ANALYZE {quote(new)}.ways_vertices_pgr;"))
@@ -218,7 +202,14 @@ def import_osm(
             )
         finally:
             run(_sql(settings, f"DROP SCHEMA IF EXISTS {quote(stage)} CASCADE; DROP SCHEMA IF EXISTS {quote(new)} CASCADE;"))
-    result = {"ways": int(counts[0]), "vertices": int(counts[1]), "restrictions": int(restrictions)}
+    result = {
+        "ways": int(counts[0]),
+        "vertices": int(counts[1]),
+        "restriction_relations": found.relations,
+        "restrictions": found.imported,
+        "restriction_paths": found.paths,
+        "restrictions_skipped": sum(found.skipped.values()),
+    }
     progress.step(
         f"schema {schema} ready: {result['ways']} ways, {result['vertices']} vertices, "
         f"{result['restrictions']} turn restrictions ({time.monotonic() - started:.1f} s)"

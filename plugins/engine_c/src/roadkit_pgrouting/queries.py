@@ -137,7 +137,7 @@ def _route_sql(
     via = "ARRAY[" + ", ".join(f"-{r['i']}" for r in snapped) + "]::bigint[]"
     if source._has_restrictions:
         restrictions = (
-            f"SELECT ARRAY[id_from, id_to]::bigint[] AS path, {RESTRICTION_COST}::float8 AS cost "
+            f"SELECT {source._restriction_path} AS path, {RESTRICTION_COST}::float8 AS cost "
             f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
         )
         call = (

@@ -77,6 +77,7 @@ class PgRoutingSource(Source):
         self._database: Database | None = None
         self._columns: dict[str, str] = {}
         self._has_restrictions = False
+        self._restriction_path = "ARRAY[id_from, id_to]::bigint[]"
         self._probe: asyncio.Task[None] | None = None
         self.cost_table = CostTable(self.id, options.costs)
 
@@ -159,7 +160,10 @@ class PgRoutingSource(Source):
             self.fail(f"table {storage.schema}.{storage.vertices} with a the_geom column not found in the {self.where}")
             raise SourceUnavailable(self.reason)
         self._columns = ways
-        self._has_restrictions = {"id_from", "id_to"} <= set(tables.get(storage.restrictions, {}))
+        restriction_columns = set(tables.get(storage.restrictions, {}))
+        self._has_restrictions = {"id_from", "id_to"} <= restriction_columns
+        # roadkit's import writes whole paths (a via-way restriction has 3 edges or more), Road2's tables pairs.
+        self._restriction_path = "path" if "path" in restriction_columns else "ARRAY[id_from, id_to]::bigint[]"
 
     async def _release(self) -> None:
         if self._database is not None:
