@@ -23,6 +23,7 @@ from roadkit.config.loader import read_source
 from roadkit.errors import RoadkitError
 from roadkit.model import Constraint, Coord, Cost, RouteRequest, RouteResponse
 from roadkit_valhalla import ValhallaSource, translate
+from roadkit_valhalla.options import ValhallaCost
 
 #: The resource's bbox (Monaco, the motorway above it, Cap-d'Ail, Beausoleil) and Monaco itself.
 AROUND = (7.349, 43.71, 7.491, 43.77)
@@ -165,3 +166,29 @@ async def test_the_random_routes_cover_the_maneuvers_that_need_care(source: Valh
     needed = {"roundabout", "exit roundabout", "rotary", "exit rotary", "end of road", "continue", "fork", "off ramp"}
     needed |= {"notification", "ref"}
     assert needed <= seen
+
+
+def _encoded(points: list[tuple[float, float]]) -> str:
+    from pypolyline.cutil import encode_coordinates
+
+    return str(encode_coordinates([list(p) for p in points], 6).decode("ascii"))
+
+
+def test_step_lines_that_do_not_add_up_are_read_step_by_step() -> None:
+    line = [(7.41, 43.73), (7.42, 43.74), (7.43, 43.75)]
+    other = [(7.40, 43.72), (7.41, 43.73), (7.42, 43.74), (7.43, 43.75)]  # one point more than the route's line
+    steps = [
+        {"geometry": _encoded(other), "maneuver": {"type": "depart"}, "distance": 1.0, "duration": 1.0},
+        {"geometry": _encoded([other[-1], other[-1]]), "maneuver": {"type": "arrive"}, "distance": 0.0, "duration": 0.0},
+    ]
+    answer = {
+        "code": "Ok",
+        "waypoints": [{"location": list(other[0])}, {"location": list(other[-1])}],
+        "routes": [
+            {"geometry": _encoded(line), "distance": 1.0, "duration": 1.0, "legs": [{"steps": steps, "distance": 1.0, "duration": 1.0}]}
+        ],
+    }
+    request = RouteRequest((other[0], other[-1]), Cost("car", "fastest"))
+    response = translate.route_response(answer, request, ValhallaCost("car", "auto", "fastest"))
+    assert [s.geometry for s in response.portions[0].steps] == [other, [other[-1], other[-1]]]
+    assert response.geometry == line
