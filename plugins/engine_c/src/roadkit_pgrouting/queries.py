@@ -5,8 +5,9 @@ edge (a point *on* that edge, not its nearest vertex), then ``pgr_trspVia_withPo
 restrictions) or ``pgr_withPointsVia`` (without) runs on the edges of a box around the snapped points,
 and the statement returns the part of each edge actually travelled (first and last edges cut at the
 points) in travel order. When no path is found the box is widened (another statement), at last to the
-whole graph. A long route (``search.importance_from``, with an importance column) may also use the
-main network (``importance <= importance_level``) outside the box. Isochrone:
+whole graph. A long route (``search.importance_from``, with an importance column) searches the local
+streets only in small boxes around its points and the main network (``importance <= importance_level``)
+in between: its cost grows with its length, not with the size of the graph. Isochrone:
 ``pgr_withPointsDD`` from the snapped point, one run for the largest value, one polygon per value.
 Nearest: the nearest usable edges, each with its closest point.
 """
@@ -118,7 +119,8 @@ def _search_area(source: PgRoutingSource, binder: Binder, count: int, wide: bool
     """The edges a route searches, on the columns of CTE ``box`` (``pad`` NULL: the whole graph).
 
     The box of the snapped points padded by a quarter of its size (at least ``margin`` degrees), times
-    the attempt's scale; ``wide`` (a long route): the main network (importance) outside it too.
+    the attempt's scale. ``wide`` (a long route): local streets only in boxes of ``margin`` (times the
+    scale) around each point, the main network (importance) in the whole box.
     """
     storage, search = source.options.storage, source.options.search
     area = _envelope(
@@ -130,7 +132,18 @@ def _search_area(source: PgRoutingSource, binder: Binder, count: int, wide: bool
     )
     if not (wide and storage.importance_column):
         return area
-    return f"({area} OR {quote(storage.importance_column)} <= {binder.ref(float(search.importance_level), 'float8')})"
+    level = binder.ref(float(search.importance_level), "float8")
+    local = [
+        _envelope(
+            binder,
+            f"box.xs[{k}] - box.near",
+            f"box.ys[{k}] - box.near",
+            f"box.xs[{k}] + box.near",
+            f"box.ys[{k}] + box.near",
+        )
+        for k in range(1, count + 1)
+    ]
+    return f"({' OR '.join(local)} OR ({quote(storage.importance_column)} <= {level} AND {area}))"
 
 
 def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, binder: Binder, scale: float | None, wide: bool) -> str:
@@ -172,7 +185,7 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
 WITH {snap}, found AS (
   {found}
 ), box AS (
-  SELECT found.*, greatest({margin}, greatest(x1 - x0, y1 - y0) * 0.25) * {factor} AS pad FROM found
+  SELECT found.*, greatest({margin}, greatest(x1 - x0, y1 - y0) * 0.25) * {factor} AS pad, {margin} * {factor} AS near FROM found
 ), r AS (
   SELECT p.seq, p.path_id, p.node, p.edge, lead(p.node) OVER (ORDER BY p.seq) AS next FROM box, {call} AS p WHERE box.ok
 ), pts AS (
