@@ -111,6 +111,14 @@ async def test_route_equals_direct_pgrouting_call(
     assert result.distance > 0 and result.duration > 0
 
 
+async def test_requests_of_one_shape_share_one_statement_and_get_their_own_answers(source: PgRoutingSource, pg_dsn: str) -> None:
+    for points in [(START, END), (END, VIA), (VIA, START), (FAR_START, FAR_END)]:
+        expected, _ = await _direct_route(pg_dsn, points, "cost_s_car", "reverse_cost_s_car")
+        result = await source.route(RouteRequest(points, Cost("car", "fastest")))
+        assert result.duration == pytest.approx(expected, rel=1e-3, abs=0.5)
+    assert len(source._statements) == 1, "one statement built for the four requests"
+
+
 async def test_route_geometry_follows_travel_order_and_is_cut_at_the_points(source: PgRoutingSource) -> None:
     result = await source.route(RouteRequest((START, VIA, END), Cost("car", "fastest"), steps=True))
     line = LineString(result.geometry)
@@ -237,13 +245,13 @@ async def test_search_box_is_widened_until_a_path_is_found(pg_dsn: str, tmp_path
     narrow = _source(example, **{"margin = 0.01": "margin = 0.00002", "attempts = 2": "attempts = 3"})
     await narrow.connect()
     scales: list[float | None] = []
-    original = queries._route_sql
+    original = queries._statement
 
-    def recording(source: PgRoutingSource, request: RouteRequest, cost: Any, binder: Any, scale: float | None, wide: bool) -> str:
-        scales.append(scale)  # the box of the snapped points is padded by the margin times this scale
-        return original(source, request, cost, binder, scale, wide)
+    def recording(source: PgRoutingSource, key: Any, inputs: dict[str, Any], build: Any) -> Any:
+        scales.append(inputs["scale"])  # the box of the snapped points is padded by the margin times this scale
+        return original(source, key, inputs, build)
 
-    monkeypatch.setattr(queries, "_route_sql", recording)
+    monkeypatch.setattr(queries, "_statement", recording)
     points = ((7.4234, 43.73564), (7.4237, 43.73622))  # 70 m apart, 525 m by car (one-ways)
     try:
         expected, _ = await _direct_route(pg_dsn, points, "cost_s_car", "reverse_cost_s_car")

@@ -32,11 +32,11 @@ def reach_sql(
     area: str,
     filters: list[str],
     start: tuple[str, str],
-    largest: float,
 ) -> str:
     """CTEs ending with ``hulls``: per cost value, the concave hull (WKB) of the reached pieces of road.
 
-    They read CTE ``box`` (``ok``: the point found its road); ``start`` is the snapped edge and fraction.
+    They read CTE ``box`` (``ok``: the point found its road); ``start`` is the snapped edge and fraction;
+    inputs ``values`` (ascending) and ``largest``.
     """
     c, rc = quote(cost.cost_column), quote(cost.reverse_cost_column)
     if request.direction == "arrival":  # travel towards the point: every edge taken the other way
@@ -45,8 +45,8 @@ def reach_sql(
     edges = f"SELECT id, source, target, {c} AS cost, {rc} AS reverse_cost FROM {names['ways']} WHERE {where}"
     edge, fraction = start
     points = f"SELECT 1 AS pid, {edge} AS edge_id, {fraction} AS fraction"
-    values = binder.param(sorted({float(v) for v in request.cost_values}), "float8[]")
-    limit = binder.param(float(largest), "float8")
+    values = binder.input("values", "float8[]")
+    limit = binder.input("largest", "float8")
     return f"""dd AS (
   SELECT node, min(agg_cost) AS agg
   FROM box, pgr_withPointsDD({binder.text(edges)}, {binder.text(points)}, -1, {limit},

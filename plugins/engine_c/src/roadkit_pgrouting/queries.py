@@ -14,8 +14,9 @@ Nearest: the nearest usable edges, each with its closest point.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -49,6 +50,7 @@ WHERE table_schema = $1 AND table_name = ANY($2::text[])
 METERS_PER_DEGREE = 111_320.0
 RESTRICTION_COST = 1e7  # a forbidden turn costs more than any route
 VIA_OPTIONS = "directed => true, strict => true, u_turn_on_edge => true"
+STATEMENTS_KEPT = 256  # statements a source keeps built (per shape of request)
 
 
 def _names(source: PgRoutingSource) -> dict[str, str]:
@@ -65,10 +67,14 @@ def _usable(cost_column: str, reverse_column: str) -> str:
     return f"({quote(cost_column)} > 0 OR {quote(reverse_column)} > 0)"
 
 
-def _snap_cte(names: dict[str, str], where: str, binder: Binder, points: Sequence[Coord]) -> str:
-    """CTE ``snap``: the nearest usable edge of every point, the point's place on it, and the snapped point."""
-    xs = binder.param([float(p[0]) for p in points], "float8[]")
-    ys = binder.param([float(p[1]) for p in points], "float8[]")
+def _points(points: Sequence[Coord]) -> dict[str, list[float]]:
+    """The inputs ``xs`` and ``ys`` of :func:`_snap_cte`."""
+    return {"xs": [float(p[0]) for p in points], "ys": [float(p[1]) for p in points]}
+
+
+def _snap_cte(names: dict[str, str], where: str, binder: Binder) -> str:
+    """CTE ``snap``: the nearest usable edge of every point (inputs ``xs``, ``ys``), the point's place on it, and the snapped point."""
+    xs, ys = binder.input("xs", "float8[]"), binder.input("ys", "float8[]")
     return f"""snap AS MATERIALIZED (
   SELECT q.i::int AS i, e.id, e.fraction, ST_X(e.snapped) AS x, ST_Y(e.snapped) AS y, e.meters
   FROM unnest({xs}, {ys}) WITH ORDINALITY AS q(x, y, i)
@@ -146,8 +152,11 @@ def _search_area(source: PgRoutingSource, binder: Binder, count: int, wide: bool
     return f"({' OR '.join(local)} OR ({quote(storage.importance_column)} <= {level} AND {area}))"
 
 
-def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, binder: Binder, scale: float | None, wide: bool) -> str:
-    """The whole route as one statement: snapping, search box, pgRouting, edges cut and described; one row of arrays."""
+def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, binder: Binder, wide: bool) -> str:
+    """The whole route as one statement: snapping, search box, pgRouting, edges cut and described; one row of arrays.
+
+    Inputs: the points (``xs``, ``ys``) and the ``scale`` of the box (None: the whole graph).
+    """
     names = _names(source)
     search = source.options.search
     columns = source._columns
@@ -155,9 +164,9 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     count = len(request.points)
     usable = _usable(cost.cost_column, cost.reverse_cost_column)
     bans = banned(constraints, columns, binder)
-    snap = _snap_cte(names, " AND ".join([usable, *bans]), binder, request.points)
+    snap = _snap_cte(names, " AND ".join([usable, *bans]), binder)
     found = _found_sql(binder, count, search.snap_radius)
-    margin, factor = binder.param(float(search.margin), "float8"), binder.param(scale, "float8")
+    margin, factor = binder.param(float(search.margin), "float8"), binder.input("scale", "float8")
     area = _search_area(source, binder, count, wide)
     edges = (
         f"SELECT id, source, target, {weighted(quote(cost.cost_column), constraints, columns, binder)} AS cost, "
@@ -224,18 +233,37 @@ async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) ->
     attempts = search.attempts + 1
     length = sum(_meters(a, b) for a, b in zip(request.points, request.points[1:], strict=False))
     wide = length >= search.importance_from
+    attributes = tuple(key for key, _ in _attribute_columns(source, request))
     for attempt in range(attempts + 1):
-        binder = Binder()
         # The last try searches the whole graph (no box, no importance).
         last = attempt == attempts
-        sql = _route_sql(source, request, cost, binder, None if last else search.widen**attempt, wide and not last)
-        row = await source.fetchrow(sql, binder.args)
+        inputs: dict[str, Any] = {**_points(request.points), "scale": None if last else search.widen**attempt}
+        narrowed = wide and not last
+        key = ("route", cost, repr(request.constraints), attributes, len(request.points), narrowed)
+        sql, args = _statement(source, key, inputs, functools.partial(_route_sql, source, request, cost, wide=narrowed))
+        row = await source.fetchrow(sql, args)
         snapped = _snapped(source, request.points, row)
         if row["path_ids"] or _same_place(snapped):
             break
     if not row["path_ids"] and not _same_place(snapped):
         raise NoPathFound()
     return _route_response(request, snapped, row, source)
+
+
+def _statement(
+    source: PgRoutingSource, key: tuple[Any, ...], inputs: dict[str, Any], build: Callable[[Binder], str]
+) -> tuple[str, list[Any]]:
+    """The statement built by ``build`` and its arguments for ``inputs``; built once per ``key`` (what shapes the
+    statement besides the inputs: cost, constraints, attributes...), then read from the source's cache."""
+    cached = source._statements.get(key)
+    if cached is None:
+        binder = Binder(inputs)
+        cached = (build(binder), binder)
+        if len(source._statements) >= STATEMENTS_KEPT:
+            source._statements.clear()
+        source._statements[key] = cached
+        return cached[0], binder.args
+    return cached[0], cached[1].args_for(inputs)
 
 
 def _same_place(snapped: list[tuple[int, float, Coord]]) -> bool:
@@ -327,15 +355,34 @@ CROSS JOIN LATERAL (
 
 async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: PgCost) -> IsochroneResponse:
     """Nested polygons, one per cost value, from one driving-distance run for the largest value (one statement)."""
-    names = _names(source)
-    binder = Binder()
-    filters = banned(request.constraints, source._columns, binder)
-    usable = _usable(cost.cost_column, cost.reverse_cost_column)
-    snap = _snap_cte(names, " AND ".join([usable, *filters]), binder, (request.point,))
-    found = _found_sql(binder, 1, source.options.search.snap_radius)
     largest = max(request.cost_values)
     radius = largest + 50 if request.cost.cost_type == "distance" else largest * cost_speed(cost) / 3.6
-    reach = binder.param(float(radius), "float8")
+    inputs: dict[str, Any] = {
+        **_points((request.point,)),
+        "reach": float(radius),
+        "values": sorted({float(v) for v in request.cost_values}),
+        "largest": float(largest),
+    }
+    key = ("isochrone", cost, repr(request.constraints), request.direction)
+    sql, args = _statement(source, key, inputs, functools.partial(_isochrone_sql, source, request, cost))
+    row = await source.fetchrow(sql, args)
+    snapped = _snapped(source, (request.point,), row)
+    if not row["cost_values"]:
+        raise NoIsochroneFound()
+    return isochrones.response(request, snapped[0][2], list(zip(row["cost_values"], row["hulls"], strict=True)))
+
+
+def _isochrone_sql(source: PgRoutingSource, request: IsochroneRequest, cost: PgCost, binder: Binder) -> str:
+    """The isochrone as one statement: snapping, search box, driving distance, hulls; one row of arrays.
+
+    Inputs: the point (``xs``, ``ys``), the search radius (``reach``, metres), the cost values (``values``) and the largest.
+    """
+    names = _names(source)
+    filters = banned(request.constraints, source._columns, binder)
+    usable = _usable(cost.cost_column, cost.reverse_cost_column)
+    snap = _snap_cte(names, " AND ".join([usable, *filters]), binder)
+    found = _found_sql(binder, 1, source.options.search.snap_radius)
+    reach = binder.input("reach", "float8")
     area = _envelope(
         binder,
         "box.xs[1] - box.dx",
@@ -344,8 +391,8 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
         "box.ys[1] + box.dy",
     )
     start = (binder.expr("box.ids[1]", "int8"), binder.expr("box.fractions[1]", "float8"))
-    hulls = isochrones.reach_sql(names, cost, request, binder, area, [usable, *filters], start, largest)
-    sql = binder.statement(f"""
+    hulls = isochrones.reach_sql(names, cost, request, binder, area, [usable, *filters], start)
+    return binder.statement(f"""
 WITH {snap}, found AS (
   {found}
 ), box AS (
@@ -353,11 +400,6 @@ WITH {snap}, found AS (
 ), {hulls}
 SELECT box.ids, box.fractions, box.xs, box.ys, box.meters, h.cost_values, h.hulls
 FROM box, (SELECT array_agg(v ORDER BY v) AS cost_values, array_agg(hull ORDER BY v) AS hulls FROM hulls) h""")
-    row = await source.fetchrow(sql, binder.args)
-    snapped = _snapped(source, (request.point,), row)
-    if not row["cost_values"]:
-        raise NoIsochroneFound()
-    return isochrones.response(request, snapped[0][2], list(zip(row["cost_values"], row["hulls"], strict=True)))
 
 
 def cost_speed(cost: PgCost) -> float:

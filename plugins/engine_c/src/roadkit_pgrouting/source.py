@@ -41,6 +41,7 @@ from roadkit.contract import (
 from roadkit_pgrouting import queries
 from roadkit_pgrouting.database import Database, close_database, describe, open_database
 from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
+from roadkit_pgrouting.sql import Binder
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class PgRoutingSource(Source):
         self._columns: dict[str, str] = {}
         self._has_restrictions = False
         self._restriction_path = "ARRAY[id_from, id_to]::bigint[]"
+        # Statements built for a shape of request (queries._statement); emptied when the schema is read again.
+        self._statements: dict[tuple[Any, ...], tuple[str, Binder]] = {}
         self._probe: asyncio.Task[None] | None = None
         self.cost_table = CostTable(self.id, options.costs)
 
@@ -159,6 +162,7 @@ class PgRoutingSource(Source):
             self.fail(f"table {storage.schema}.{storage.vertices} with a the_geom column not found in the {self.where}")
             raise SourceUnavailable(self.reason)
         self._columns = ways
+        self._statements = {}
         restriction_columns = set(tables.get(storage.restrictions, {}))
         self._has_restrictions = {"id_from", "id_to"} <= restriction_columns
         # roadkit's import writes whole paths (a via-way restriction has 3 edges or more), Road2's tables pairs.

@@ -71,13 +71,26 @@ class Binder:
     :meth:`text` as a ``%L`` of ``format()``.
     """
 
+    #: The request's own numbers (points, cost values...), which change from one request to the next
+    #: without changing the statement: see :meth:`input` and :meth:`args_for`.
+    inputs: Mapping[str, Any] = attrs.field(factory=dict)
     args: list[Any] = attrs.field(factory=list)
     exprs: list[str] = attrs.field(factory=list)
+    slots: dict[int, str] = attrs.field(factory=dict)
 
     def param(self, value: Any, cast: str) -> str:
         """A parameter of the statement only (not usable in a pgRouting SQL text)."""
         self.args.append(value)
         return f"${len(self.args)}::{cast}"
+
+    def input(self, name: str, cast: str) -> str:
+        """A parameter holding the input ``name``."""
+        self.slots[len(self.args)] = name
+        return self.param(self.inputs[name], cast)
+
+    def args_for(self, inputs: Mapping[str, Any]) -> list[Any]:
+        """The statement's arguments for other inputs (the same statement, e.g. from a cache)."""
+        return [inputs[self.slots[i]] if i in self.slots else value for i, value in enumerate(self.args)]
 
     def ref(self, value: Any, cast: str) -> str:
         """A request value, sent as text and cast by PostgreSQL (as a condition value of a configuration is)."""
