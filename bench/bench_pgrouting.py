@@ -6,16 +6,19 @@ cached dump of the tests, imported when missing).
 
 1. Overhead: roadkit serves the monaco graph over HTTP with the demo's recommended settings (child
    processes, ``workers = "auto"``: one per core; the P connections split between the workers' pools);
-   the direct client replays, with asyncpg and one pool of P connections, the very statements roadkit
-   sent for each request (recorded through the source once: the same SQL, the same round trips).
-   Same random Monaco pairs and points, car routes with steps and 5-minute car isochrones, 1 and 8
-   clients. Nothing is pinned: PostgreSQL, roadkit's workers (or the direct client) and the HTTP load
-   generator share the machine's cores, as on a server running both. Rounds alternate direct and
-   roadkit (``--rounds``); the best round of each is reported, with the CPU time per request of each
-   party (PostgreSQL, roadkit's processes or the direct client, the load generator), which does not
-   depend on what else the machine runs. ``--profile S`` then records roadkit's workers with py-spy.
-2. Scale: synthetic grid graphs of about 10 k, 100 k and 1 M edges written in the same schema
-   (100 m blocks, every tenth street a main road); p50 of ~10 km car routes through the source.
+   the direct client replays, with asyncpg on uvloop and one pool of P connections, the very
+   statements roadkit sent for each request (recorded through the source once: the same SQL, the same
+   round trips, the pool's reset query when roadkit's pool runs one). Same random Monaco pairs and
+   points, car routes with steps and 5-minute car isochrones, 1 and 8 clients. Nothing is pinned:
+   PostgreSQL, roadkit's workers (or the direct client) and the HTTP load generator share the
+   machine's cores, as on a server running both. Rounds alternate direct and roadkit (``--rounds``);
+   it reports the best round of each side, the per-round ratios and p50 differences with their
+   medians, and the CPU time per request of each party (PostgreSQL, roadkit's processes or the
+   direct client, the load generator). ``--profile S`` then records roadkit's workers with py-spy.
+2. Scale (``--sizes``; ``--ops`` with no operation runs only this part): synthetic grid graphs of
+   about 10 k, 100 k and 1 M edges in the same schema (``tests/engine_c/grid.py``: 100 m blocks,
+   every tenth street a main road); p50 of ~10 km car routes through the source, and on the largest
+   grids of ~80 km routes searched with the importance network and in the box only.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import uvloop
 from common import MONACO_BBOX, Result, free_port, load, random_pairs, report, wait_http
 
 from roadkit.config.loader import read_source
@@ -79,6 +83,7 @@ def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: 
     (workdir / "sources").mkdir(exist_ok=True)
     (workdir / "resources").mkdir(exist_ok=True)
     count = worker_count(workers)
+    setting = json.dumps(int(workers) if workers.isdigit() else workers)
     (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = {max(1, pool // count)}\n')
     (workdir / "sources" / "pg.source").write_text(
         f'id = "pg"\ntype = "pgrouting"\nprojection = "EPSG:4326"\n[storage]\ndatabase = "../db.toml"\nschema = "{schema}"\n'
@@ -95,7 +100,7 @@ def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: 
     server = workdir / "server.toml"
     server.write_text(
         f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        f'[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "child-process"\nworkers = {json.dumps(workers)}\n'
+        f'[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "child-process"\nworkers = {setting}\n'
     )
     return server
 
@@ -297,38 +302,64 @@ def roadkit_urls(port: int, kept: dict[str, list[Any]]) -> dict[str, list[str]]:
     }
 
 
-async def scale(dsn: str, workdir: Path, edges: int, routes: int) -> tuple[int, float, float]:
-    """(edges, p50 ms, mean route km) of ~10 km routes on a synthetic grid of about ``edges`` edges."""
+async def scale(dsn: str, workdir: Path, edges: int, routes: int) -> dict[str, Any]:
+    """Route times on a synthetic grid of about ``edges`` edges, through the source.
+
+    ~10 km car routes (p50, mean km); on grids large enough, ~60 km routes (straight line, far beyond
+    ``importance_from``) with the importance network and with the box only (``importance_from`` out
+    of reach): their p50 and the largest difference of their durations.
+    """
     from tests.engine_c.grid import STEP, grid_side, write_grid
 
     n = grid_side(edges)
-    step = STEP
     schema = f"grid_{edges}"
+    (workdir / "sources").mkdir(exist_ok=True)
+    if not (workdir / "db.toml").exists():  # the overhead part did not run
+        (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = 1\n')
     count = await write_grid(dsn, schema, n)
-    source_file = workdir / "sources" / f"{schema}.source"
-    source_file.write_text(
-        f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
-        f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{COSTS}'
-    )
-    source = PgRoutingSource.from_config(read_source(source_file))
-    assert isinstance(source, PgRoutingSource)
-    await source.connect()
+    span = (n - 1) * STEP
     rng = random.Random(3)
-    span = (n - 1) * step
-    latencies, lengths = [], []
-    try:
-        for _ in range(routes):
-            # ~10 km by road: 5.5 km north (61 blocks) and 4.5 km east (69 blocks) when the grid is large enough.
-            dy, dx = min(span * 0.9, 0.05), min(span * 0.9, 0.062)
-            x0 = 7.0 + rng.uniform(0, span - dx)
-            y0 = 44.0 + rng.uniform(0, span - dy)
-            started = time.perf_counter()
-            result = await source.route(RouteRequest(((x0, y0), (x0 + dx, y0 + dy)), Cost("car", "fastest"), steps=True))
-            latencies.append((time.perf_counter() - started) * 1000)
-            lengths.append(result.distance / 1000)
-    finally:
-        await source.disconnect()
-    return count, statistics.median(latencies), statistics.fmean(lengths)
+
+    async def timed(search: str, dx: float, dy: float) -> tuple[list[float], list[Any]]:
+        source_file = workdir / "sources" / f"{schema}.source"
+        source_file.write_text(
+            f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
+            f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{search}{COSTS}'
+        )
+        source = PgRoutingSource.from_config(read_source(source_file))
+        assert isinstance(source, PgRoutingSource)
+        await source.connect()
+        latencies, results = [], []
+        try:
+            for _ in range(routes):
+                x0, y0 = 7.0 + rng.uniform(0, span - dx), 44.0 + rng.uniform(0, span - dy)
+                started = time.perf_counter()
+                result = await source.route(RouteRequest(((x0, y0), (x0 + dx, y0 + dy)), Cost("car", "fastest"), steps=True))
+                latencies.append((time.perf_counter() - started) * 1000)
+                results.append(result)
+        finally:
+            await source.disconnect()
+        return latencies, results
+
+    # ~10 km by road: 5.5 km north (61 blocks) and 4.5 km east (69 blocks) when the grid is large enough.
+    latencies, results = await timed("", min(span * 0.9, 0.062), min(span * 0.9, 0.05))
+    figures: dict[str, Any] = {
+        "edges": count,
+        "p50": statistics.median(latencies),
+        "km": statistics.fmean(r.distance / 1000 for r in results),
+    }
+    if span >= 0.5:  # ~45 km north and ~36 km east (about 58 km straight, 80 km by road)
+        state = rng.getstate()
+        bounded, with_network = await timed("", 0.45, 0.4)
+        rng.setstate(state)  # the same routes with the box only
+        box, box_only = await timed("[search]\nimportance_from = 1e12\n", 0.45, 0.4)
+        figures.update(
+            long_km=statistics.fmean(r.distance / 1000 for r in with_network),
+            long_p50=statistics.median(bounded),
+            box_p50=statistics.median(box),
+            worst=max(abs(a.duration - b.duration) / b.duration for a, b in zip(with_network, box_only, strict=True)),
+        )
+    return figures
 
 
 def roadkit_load(name: str, urls: list[str], concurrency: int, duration: float, meter: CpuMeter) -> tuple[Result, dict[str, float]]:
@@ -392,6 +423,77 @@ PROFILE_SUSPECTS = {
 }
 
 
+def overhead(args: argparse.Namespace, workdir: Path, dsn: str, postmaster: int) -> None:
+    """Part 1: roadkit over HTTP against the direct replay of its statements, alternated rounds; the report."""
+    service_port, admin_port = free_port(), free_port()
+    server = write_config(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers)
+    pairs = random_pairs(args.requests)
+    rng = random.Random(11)
+    xmin, ymin, xmax, ymax = MONACO_BBOX
+    points = [(round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)) for _ in range(args.requests)]
+    statements, kept = asyncio.run(recorded_requests(workdir, pairs, points))
+    round_trips = {op: statistics.fmean(len(s) for s in statements[op]) for op in statements if statements[op]}
+    urls = roadkit_urls(service_port, kept)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    rounds: dict[tuple[str, int], list[tuple[Result, Result, dict[str, float], dict[str, float]]]] = {}
+    profiles: dict[str, str] = {}
+    try:
+        wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+        wait_http(urls["route"][0])
+        for op in args.ops:
+            for c in args.concurrency:
+                for round_ in range(args.rounds):
+                    name = f"asyncpg direct {op} c={c}"
+                    meter = CpuMeter(postmaster, None)
+                    # On uvloop, as roadkit's workers.
+                    direct, direct_cpu = uvloop.run(direct_load(name, statements[op], dsn, args.pool, c, args.duration, meter))
+                    ours, our_cpu = roadkit_load(f"roadkit {op} c={c}", urls[op], c, args.duration, CpuMeter(postmaster, serve.pid))
+                    print(
+                        f"round {round_ + 1}: {op} c={c}: direct {direct.rps:.1f} req/s p50 {direct.percentile(0.5):.2f} ms, "
+                        f"roadkit {ours.rps:.1f} req/s p50 {ours.percentile(0.5):.2f} ms, ratio {ours.rps / direct.rps:.2f}"
+                        f"\n  direct  {cpu_line(direct_cpu)}\n  roadkit {cpu_line(our_cpu)}",
+                        flush=True,
+                    )
+                    rounds.setdefault((op, c), []).append((direct, ours, direct_cpu, our_cpu))
+        if args.profile:
+            folder = args.profile_out or workdir
+            folder.mkdir(parents=True, exist_ok=True)
+            for op in args.ops:
+                profiles[op] = profile(serve.pid, urls[op], args.profile, max(args.concurrency), folder / f"pgrouting-{op}.txt")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(serve.pid, signal.SIGTERM)
+        serve.wait()
+    print(
+        f"\n{len(kept['route'])} Monaco routes and {len(kept['isochrone'])} isochrone points; pool of {args.pool} on both sides; "
+        f"roadkit workers {args.workers}; statements per request "
+        + ", ".join(f"{op} {n:.1f}" for op, n in round_trips.items())
+        + " (no reset query: the pools keep their sessions)"
+    )
+    for (op, c), measured in rounds.items():
+        what = "car routes with steps" if op == "route" else "5-minute car isochrones"
+        direct = max((m[0] for m in measured), key=lambda r: r.rps)
+        ours = max((m[1] for m in measured), key=lambda r: r.rps)
+        report(f"Monaco {what}, {c} client(s), best rounds", direct, ours, min_ratio=0.8, max_extra_p50_ms=2.0)
+        ratios = [m[1].rps / m[0].rps for m in measured]
+        extras = [m[1].percentile(0.5) - m[0].percentile(0.5) for m in measured]
+        print(
+            f"per-round ratios {' '.join(f'{r:.2f}' for r in ratios)}, median {statistics.median(ratios):.2f}; "
+            f"per-round p50 differences {' '.join(f'{e:+.2f}' for e in extras)} ms, median {statistics.median(extras):+.2f} ms"
+            " (a loaded machine: trust the medians more than the best rounds)"
+        )
+        for side, index in (("direct ", 2), ("roadkit", 3)):
+            median = {name: statistics.median(m[index][name] for m in measured) for name in measured[0][index]}
+            print(f"{side} median {cpu_line(median)}")
+    for op, summary in profiles.items():
+        print(f"\nProfile of roadkit's workers, {op}s, {max(args.concurrency)} clients:\n{summary}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0)
@@ -402,7 +504,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--scale-routes", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best round of each side is reported")
-    parser.add_argument("--ops", nargs="+", default=["route", "isochrone"], choices=["route", "isochrone"])
+    parser.add_argument("--ops", nargs="*", default=["route", "isochrone"], choices=["route", "isochrone"], help="none: the scale only")
     parser.add_argument("--profile", type=float, default=0.0, metavar="S", help="then py-spy roadkit's workers for S seconds per op")
     parser.add_argument("--profile-out", type=Path, default=None, help="keep py-spy's raw stacks in this folder")
     args = parser.parse_args()
@@ -412,80 +514,21 @@ def main() -> None:
         dsn = cluster.create_database("bench", ("postgis", "pgrouting", "hstore"))
         postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
         monaco_graph(dsn, cluster.bindir)
-        service_port, admin_port = free_port(), free_port()
-        server = write_config(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers)
-        pairs = random_pairs(args.requests)
-        rng = random.Random(11)
-        xmin, ymin, xmax, ymax = MONACO_BBOX
-        points = [(round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)) for _ in range(args.requests)]
-        statements, kept = asyncio.run(recorded_requests(workdir, pairs, points))
-        round_trips = {op: statistics.fmean(len(s) for s in statements[op]) for op in statements if statements[op]}
-        urls = roadkit_urls(service_port, kept)
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        rounds: dict[tuple[str, int], list[tuple[Result, Result, dict[str, float], dict[str, float]]]] = {}
-        profiles: dict[str, str] = {}
-        try:
-            wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
-            wait_http(urls["route"][0])
-            for op in args.ops:
-                for c in args.concurrency:
-                    for round_ in range(args.rounds):
-                        name = f"asyncpg direct {op} c={c}"
-                        meter = CpuMeter(postmaster, None)
-                        direct, direct_cpu = asyncio.run(direct_load(name, statements[op], dsn, args.pool, c, args.duration, meter))
-                        ours, our_cpu = roadkit_load(f"roadkit {op} c={c}", urls[op], c, args.duration, CpuMeter(postmaster, serve.pid))
-                        print(
-                            f"round {round_ + 1}: {op} c={c}: direct {direct.rps:.1f} req/s p50 {direct.percentile(0.5):.2f} ms, "
-                            f"roadkit {ours.rps:.1f} req/s p50 {ours.percentile(0.5):.2f} ms, ratio {ours.rps / direct.rps:.2f}"
-                            f"\n  direct  {cpu_line(direct_cpu)}\n  roadkit {cpu_line(our_cpu)}",
-                            flush=True,
-                        )
-                        rounds.setdefault((op, c), []).append((direct, ours, direct_cpu, our_cpu))
-            if args.profile:
-                folder = args.profile_out or workdir
-                folder.mkdir(parents=True, exist_ok=True)
-                for op in args.ops:
-                    profiles[op] = profile(serve.pid, urls[op], args.profile, max(args.concurrency), folder / f"pgrouting-{op}.txt")
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(serve.pid, signal.SIGTERM)
-            serve.wait()
-        print(
-            f"\n{len(kept['route'])} Monaco routes and {len(kept['isochrone'])} isochrone points; pool of {args.pool} on both sides; "
-            f"roadkit workers {args.workers}; statements per request "
-            + ", ".join(f"{op} {n:.1f}" for op, n in round_trips.items())
-            + " (no reset query: the pools keep their sessions)"
-        )
-        for (op, c), measured in rounds.items():
-            what = "car routes with steps" if op == "route" else "5-minute car isochrones"
-            direct = max((m[0] for m in measured), key=lambda r: r.rps)
-            ours = max((m[1] for m in measured), key=lambda r: r.rps)
-            report(f"Monaco {what}, {c} client(s), best rounds", direct, ours, min_ratio=0.8, max_extra_p50_ms=2.0)
-            ratios = [m[1].rps / m[0].rps for m in measured]
-            extras = [m[1].percentile(0.5) - m[0].percentile(0.5) for m in measured]
-            print(
-                f"per-round ratios {' '.join(f'{r:.2f}' for r in ratios)}, median {statistics.median(ratios):.2f}; "
-                f"per-round p50 differences {' '.join(f'{e:+.2f}' for e in extras)} ms, median {statistics.median(extras):+.2f} ms"
-                " (a loaded machine: trust the medians more than the best rounds)"
-            )
-            for side, index in (("direct ", 2), ("roadkit", 3)):
-                median = {name: statistics.median(m[index][name] for m in measured) for name in measured[0][index]}
-                print(f"{side} median {cpu_line(median)}")
-        for op, summary in profiles.items():
-            print(f"\nProfile of roadkit's workers, {op}s, {max(args.concurrency)} clients:\n{summary}")
+        if args.ops:
+            overhead(args, workdir, dsn, postmaster)
         if args.sizes:
-            print("\nScale: ~10 km car routes on synthetic grids (same schema), through the source")
+            print("\nScale: car routes on synthetic grids (same schema), through the source")
         for size in args.sizes:
-            count, p50, km = asyncio.run(scale(dsn, workdir, size, args.scale_routes))
+            figures = asyncio.run(scale(dsn, workdir, size, args.scale_routes))
             print(
-                f"{count:>9} edges: route p50 {p50:8.1f} ms (mean route {km:.1f} km)"
+                f"{figures['edges']:>9} edges: ~10 km route p50 {figures['p50']:8.1f} ms (mean route {figures['km']:.1f} km)"
                 + ("  (target <= 200 ms)" if size >= 1_000_000 else "")
             )
+            if "long_p50" in figures:
+                print(
+                    f"{'':>9}        ~{figures['long_km']:.0f} km routes: p50 {figures['long_p50']:.1f} ms with the importance network, "
+                    f"{figures['box_p50']:.1f} ms in the box only; durations differ by {100 * figures['worst']:.3f} % at most"
+                )
 
 
 if __name__ == "__main__":
