@@ -222,6 +222,20 @@ def running(command: list[str], *, pinned: bool, ready: str) -> Iterator[subproc
             process.wait()
 
 
+def accepted_per_worker(admin: int) -> list[int]:
+    """Connections each roadkit worker accepted so far (the administrator's health); [] in same-process mode."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{admin}/admin/1.0.0/health", timeout=5) as response:
+            body = json.loads(response.read())
+    except (OSError, urllib.error.URLError, ValueError):
+        return []
+    workers = body["services"][0].get("workers") or []
+    return [int(w["connections"]["accepted"]) for w in workers]
+
+
 def engine_command(family: str, workdir: Path, port: int, threads: int) -> list[str]:
     if family == "osrm":
         import osrm
@@ -286,12 +300,21 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                                     for who, urls, pid in ((engine_name, engine_urls, engine.pid), ("roadkit", ours_urls, ours.pid)):
                                         name = f"{scenario} {who} w={workers} c={concurrency}"
                                         load(name, urls[:50], concurrency=concurrency, duration=0.5, check=_ok, warm_up=False)
+                                        accepted = accepted_per_worker(admin) if who == "roadkit" else []
                                         before = session_cpu_seconds(pid)
                                         result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
                                         cpu[(scenario, who, concurrency, id(result))] = (
                                             1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
                                         )
-                                        print(result.line(), f" cpu {cpu[(scenario, who, concurrency, id(result))]:.3f} ms/req", flush=True)
+                                        # How the round's connections spread over the workers (one accept queue for all).
+                                        after = accepted_per_worker(admin) if accepted else []
+                                        spread = [b - a for a, b in zip(accepted, after, strict=False)]
+                                        print(
+                                            result.line(),
+                                            f" cpu {cpu[(scenario, who, concurrency, id(result))]:.3f} ms/req",
+                                            f" connections per worker {'/'.join(map(str, spread))}" if spread else "",
+                                            flush=True,
+                                        )
                                         key = (scenario, who, concurrency)
                                         if key not in best or result.rps > best[key].rps:
                                             best[key] = result

@@ -240,6 +240,48 @@ async def test_restarts_under_load_lose_no_request(running: tuple[Example, Admin
     assert described["starts"] == 4 and described["lastExit"]["expected"] is True and described["lastExit"]["code"] == 0
 
 
+async def _keep_alive_route(port: int) -> asyncio.StreamWriter:
+    """A connection that asked one route (answered, so a worker holds it) and stays open."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    query = "&".join(f"{k}={v}" for k, v in ROUTE.items())
+    writer.write(f"GET /simple/1.0.0/route?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+    assert head.startswith("http/1.1 200"), head
+    length = int(head.split("content-length:", 1)[1].split("\r\n", 1)[0])
+    await reader.readexactly(length)
+    return writer
+
+
+@pytest.mark.parametrize("http_server", ["uvicorn", "hypercorn"])
+async def test_connections_opened_at_once_spread_over_the_workers(tmp_path: Path, osrm_example: Path, http_server: str) -> None:
+    # One accept queue for all workers: the first to wake used to take the whole burst (0/16 seen), and
+    # a kept-alive connection stays where it was accepted, leaving the other worker idle (issue 11).
+    example = Example(tmp_path / "monaco", osrm_example)
+    service = example.root / "service.toml"
+    service.write_text(service.read_text() + f'\n[http]\nserver = "{http_server}"\n')
+    admin = example.administrator()
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            for _ in range(3):
+                writers = await asyncio.gather(*(_keep_alive_route(example.service_port) for _ in range(16)))
+                body = await health(client, example)
+                shares = body["services"][0]["workers"]
+                for writer in writers:
+                    writer.close()
+                opened = [w["connections"]["open"] for w in shares]
+                assert sorted(w["pid"] for w in shares) == sorted(pids(admin))
+                assert sum(opened) == 16 and min(opened) >= 4, shares  # 25 % each at least
+                await wait_for(lambda: _all_closed(client, example))
+    finally:
+        await admin.stop()
+
+
+async def _all_closed(client: httpx.AsyncClient, example: Example) -> bool:
+    body = await health(client, example)
+    return all(w["connections"]["open"] == 0 for w in body["services"][0]["workers"])
+
+
 async def test_a_start_that_hangs_fails_at_its_startup_timeout(tmp_path: Path, osrm_example: Path) -> None:
     example = Example(tmp_path / "monaco", osrm_example, startup_timeout=0.3)
     admin = example.administrator()

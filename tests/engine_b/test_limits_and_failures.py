@@ -13,7 +13,7 @@ import pytest
 from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.config.loader import read_source
-from roadkit.errors import ConfigurationError
+from roadkit.errors import ConfigurationError, SourceUnavailable
 from roadkit.model import Cost, RouteRequest
 from roadkit.plugins import Plugins
 from roadkit.service import Service
@@ -202,3 +202,23 @@ def test_road2_source_files_are_accepted(variant: Path) -> None:
     assert source.resolve_cost(Cost("car", "shortest")).options == {"auto": {"shortest": True}}
     assert source.resolve_cost(Cost("pedestrian", cost_type="distance")).costing == "pedestrian"
     assert source.options.storage.tar == (variant / "data" / "valhalla" / "tiles.tar").resolve()
+
+
+async def test_disconnecting_stops_the_engine_threads_and_refuses_new_calls(valhalla_example: Path) -> None:
+    import time
+
+    source = ValhallaSource.from_config(read_source(valhalla_example / "sources" / "monaco-valhalla.source"))
+    for _ in range(3):
+        await source.connect()
+        under_way = asyncio.ensure_future(source.route(RouteRequest((START, END), Cost("car", "fastest"))))
+        await asyncio.sleep(0)
+        engine = source._engine
+        assert engine is not None and engine.alive() == source.threads()
+        await source.disconnect()
+        assert (await under_way).distance > 0  # a call handed over before the disconnect is answered
+        deadline = time.monotonic() + 5
+        while engine.alive() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert engine.alive() == 0
+    with pytest.raises(SourceUnavailable):
+        await source.route(RouteRequest((START, END), Cost("car", "fastest")))

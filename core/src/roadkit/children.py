@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from roadkit.accept import ConnectionTable
 from roadkit.channel import Channel, ChannelClosed, ChannelError
 from roadkit.config import ManagedService, load_service
 from roadkit.config.files import read_document
@@ -51,6 +52,12 @@ def worker_count(setting: int | str) -> int:
     if setting == "auto":
         return usable_cores()
     return int(setting)
+
+
+def _connections(reported: Any) -> dict[str, int]:
+    """A worker's HTTP connections as it reported them (open now, accepted since its start)."""
+    reported = reported if isinstance(reported, dict) else {}
+    return {key: int(reported[key]) if isinstance(reported.get(key), int) else 0 for key in ("open", "accepted")}
 
 
 class WorkerCrashed(RoadkitError):
@@ -81,6 +88,9 @@ class WorkerProcess:
         self.returncode: int | None = None
         self.stop_requested = False
         self.failure = ""
+        #: Its slot in the owner's connection table (None: not balanced).
+        self.table: ConnectionTable | None = None
+        self.slot: int | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -101,6 +111,9 @@ class WorkerProcess:
         """Start the process with its end of a new channel and the listening sockets."""
         ours, theirs = socket.socketpair()
         managed = self.owner.managed
+        table = self.table = self.owner.connection_table()
+        self.slot = table.allocate() if table is not None else None
+        shared = [table.fd] if table is not None and self.slot is not None else []
         spec = {
             "service": self.owner.id,
             "worker": self.index,
@@ -113,14 +126,18 @@ class WorkerProcess:
             "log_level": self.owner.log_level,
             "log_file": str(self.owner.log_file) if self.owner.log_file else None,
             "graceful_timeout": managed.stop_timeout,
+            **({"connections": {"fd": shared[0], "slot": self.slot}} if shared else {}),
         }
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.owner.command,
                 orjson.dumps(spec).decode(),
                 stdin=asyncio.subprocess.DEVNULL,
-                pass_fds=[theirs.fileno(), *listeners.values()],
+                pass_fds=[theirs.fileno(), *listeners.values(), *shared],
             )
+        except BaseException:
+            self._release()
+            raise
         finally:
             theirs.close()
         self.channel = await Channel.open(ours)
@@ -174,6 +191,7 @@ class WorkerProcess:
         assert self.process is not None
         self.returncode = await self.process.wait()
         self.exited.set()
+        self._release()
         if self.channel is not None:
             self.channel.close()
         if not self.ready.done():
@@ -185,6 +203,11 @@ class WorkerProcess:
             )
             self.ready.set_exception(error)
         self.owner.worker_exited(self)
+
+    def _release(self) -> None:
+        if self.table is not None and self.slot is not None:
+            self.table.release(self.slot)
+        self.slot = None
 
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout: float = HEALTH_TIMEOUT) -> Any:
         """Ask the worker; its answer, or the RoadkitError it sent, or TimeoutError / ChannelClosed."""
@@ -256,6 +279,8 @@ class ChildProcessService:
         self.workers: list[WorkerProcess] = []
         self.starting: list[WorkerProcess] = []
         self.sockets = ListeningSockets()
+        #: How many connections each worker holds, shared with them (they balance the listeners' connections).
+        self.table: ConnectionTable | None = None
         self.starts = 0
         self.process_starts = 0
         self.last_exit: dict[str, Any] | None = None
@@ -267,6 +292,12 @@ class ChildProcessService:
     @property
     def worker_count(self) -> int:
         return worker_count(self.managed.workers)
+
+    def connection_table(self) -> ConnectionTable | None:
+        """The table of the workers' connections, created with the first worker."""
+        if self.table is None:
+            self.table = ConnectionTable.create()
+        return self.table
 
     # -- start, restart, stop ---------------------------------------------------------------
 
@@ -383,6 +414,9 @@ class ChildProcessService:
             await asyncio.gather(*(worker.stop(self.managed.stop_timeout + 5) for worker in self.workers))
             self.workers = []
             self.sockets.close()
+            if self.table is not None:
+                self.table.close()
+                self.table = None
             self.lifecycle = Lifecycle.STOPPED
         log.info("service %s stopped", self.id)
 
@@ -470,6 +504,7 @@ class ChildProcessService:
             return {**entry, "state": str(HealthState.RED), "reason": self.error or "a worker is not running"}
         answers = await asyncio.gather(*(w.request("health") for w in workers), return_exceptions=True)
         sources: dict[str, dict[str, Any]] = {}
+        shares: list[dict[str, Any]] = []
         for worker, answer in zip(workers, answers, strict=True):
             if isinstance(answer, BaseException) or not isinstance(answer, dict) or not isinstance(answer.get("sources"), list):
                 why = (
@@ -484,6 +519,7 @@ class ChildProcessService:
                     "state": str(HealthState.UNKNOWN),
                     "reason": f"worker {worker.index} (pid {worker.pid}): state {answer.get('state')!r}",
                 }
+            shares.append({"worker": worker.index, "pid": worker.pid, "connections": _connections(answer.get("connections"))})
             for source in answer["sources"]:
                 if not isinstance(source, dict) or "id" not in source:
                     continue
@@ -492,7 +528,7 @@ class ChildProcessService:
                     sources[source["id"]] = source
         red = sum(1 for s in sources.values() if _SOURCE_ORDER.get(str(s.get("state")), 3) == 3)
         state = HealthState.GREEN if red == 0 else (HealthState.RED if red * 2 >= len(sources) else HealthState.ORANGE)
-        return {**entry, "state": str(state), "sources": list(sources.values())}
+        return {**entry, "state": str(state), "sources": list(sources.values()), "workers": shares}
 
     async def projection(self, pid: str) -> dict[str, str]:
         worker = next((w for w in self.workers if w.alive), None)

@@ -4,6 +4,8 @@ The handle of a managed service binds its listeners once (:class:`ListeningSocke
 them while its workers come and go: every worker, in this process or in a child process, accepts
 on the same kernel socket (one accept queue), so a restart starts the new workers on the socket
 the old ones still serve, and a connection waiting in the queue is taken by whoever accepts next.
+Each worker takes one connection at a time from the queue (:mod:`roadkit.accept`), so that the
+connections of a client that opens many at once spread over the workers.
 
 :class:`SocketServer` serves an ASGI app on such sockets with hypercorn's HTTP machinery, or with
 uvicorn's (httptools) protocol, the service file's ``[http] server`` (bench/README.md: uvicorn is
@@ -22,7 +24,7 @@ import logging
 import os
 import socket
 import ssl
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from hypercorn.asyncio.lifespan import Lifespan
@@ -32,12 +34,15 @@ from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 from starlette.types import ASGIApp
 
+from roadkit.accept import NOT_ACCEPTING, Acceptor, Share
 from roadkit.config.models import Listener
 from roadkit.servers import Draining
 
 log = logging.getLogger(__name__)
 
 BACKLOG = 1024
+#: The buffer limit of a hypercorn connection's stream reader (asyncio.start_server's default).
+STREAM_LIMIT = 2**16
 
 
 def bind_listener(listener: Listener) -> socket.socket:
@@ -127,6 +132,7 @@ class SocketServer:
         access_log: bool = False,
         graceful_timeout: float = 10.0,
         http_server: str = "hypercorn",
+        share: Share | None = None,
     ) -> None:
         if http_server not in ("hypercorn", "uvicorn"):
             raise ValueError(f"unknown HTTP server {http_server!r}: expected hypercorn or uvicorn")
@@ -140,46 +146,74 @@ class SocketServer:
         # Not sock.dup(): it sets the copy's blocking mode, which is the shared file's, and a blocking
         # accept in a server still running (here or in another worker process) freezes its loop.
         self._bound = [(listener, _nonblocking_copy(sock)) for listener, sock in bound]
-        self._servers: list[asyncio.Server] = []
+        self._acceptors: list[Acceptor] = []
+        #: This worker's slot among its service's workers, where it says how many connections it holds.
+        self.share = share
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: hypercorn's connections whose client has not closed (its task lingers until the keep-alive time-out).
+        self._clients: set[asyncio.StreamReaderProtocol] = _Counted(self._publish)
         self._context = WorkerContext(None)
         self._state: dict[str, Any] = {}
         self._lifespan: Lifespan | None = None
         self._lifespan_task: asyncio.Task[None] | None = None
         self._uvicorn: _Uvicorn | None = None
+        #: Connections accepted since the start (the administrator shows each worker's share).
+        self.accepted = 0
+
+    def connections(self) -> dict[str, int]:
+        """``{"open": n, "accepted": m}``: connections open now, and accepted since the start."""
+        return {"open": self._open(), "accepted": self.accepted}
+
+    def _open(self) -> int:
+        served = len(self._uvicorn.state.connections) if self._uvicorn is not None else len(self._clients)
+        return served + sum(len(acceptor.connecting) for acceptor in self._acceptors)
+
+    def _publish(self) -> None:
+        if self.share is not None and self._acceptors:
+            self.share.publish(self._open())
 
     async def start(self) -> None:
         """Run the app's start-up, then accept on every socket."""
         loop = asyncio.get_running_loop()
+        factory: Callable[[], asyncio.BaseProtocol]
         if self.http_server == "uvicorn":
             self._uvicorn = _Uvicorn(self.draining, access_log=self.access_log, keep_alive=self.config.keep_alive_timeout)
+            self._uvicorn.state.connections = _Counted(self._publish)  # before any protocol holds the set
             await self._uvicorn.startup()
-            for listener, sock in self._bound:
-                self._servers.append(
-                    await loop.create_server(self._uvicorn.protocol, sock=sock, backlog=BACKLOG, ssl=self._ssl_context(listener))
-                )
-            return
-        self._lifespan = Lifespan(self.app, self.config, loop, self._state)  # type: ignore[arg-type]
-        self._lifespan_task = loop.create_task(self._lifespan.handle_lifespan())
-        await self._lifespan.wait_for_startup()
+            factory = self._uvicorn.protocol
+        else:
+            self._lifespan = Lifespan(self.app, self.config, loop, self._state)  # type: ignore[arg-type]
+            self._lifespan_task = loop.create_task(self._lifespan.handle_lifespan())
+            await self._lifespan.wait_for_startup()
 
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            await TCPServer(self.app, loop, self.config, self._context, self._state, reader, writer)  # type: ignore[arg-type]
+            async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                task = asyncio.current_task()
+                assert task is not None
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                await TCPServer(self.app, loop, self.config, self._context, self._state, reader, writer)  # type: ignore[arg-type]
+
+            def factory() -> asyncio.BaseProtocol:  # what asyncio.start_server makes for each connection
+                return _CountedStreamProtocol(asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop), connection, loop, self._clients)
 
         for listener, sock in self._bound:
-            self._servers.append(
-                await asyncio.start_server(
-                    connection,
-                    sock=sock,
-                    backlog=BACKLOG,
-                    ssl=self._ssl_context(listener),
-                    ssl_handshake_timeout=self.config.ssl_handshake_timeout if listener.https else None,
-                )
+            # Not loop.create_server: it takes every waiting connection at once (see roadkit.accept).
+            acceptor = Acceptor(
+                sock,
+                factory,
+                ssl_context=self._ssl_context(listener),
+                ssl_handshake_timeout=self.config.ssl_handshake_timeout,
+                on_accept=self._accepted,
+                on_connected=self._publish,
+                my_turn=self.share.my_turn if self.share is not None else None,
             )
+            acceptor.start()
+            self._acceptors.append(acceptor)
+        self._publish()
+
+    def _accepted(self) -> None:
+        self.accepted += 1
+        self._publish()
 
     def _ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
         """Each HTTPS listener presents its own certificate (hypercorn's settings, that file)."""
@@ -191,30 +225,31 @@ class SocketServer:
 
     async def stop(self) -> None:
         """Stop accepting, let just-accepted connections send their request, finish what is in flight."""
-        for server in self._servers:
-            server.close()
+        acceptors, self._acceptors = self._acceptors, []
+        for acceptor in acceptors:
+            acceptor.close()
+        if self.share is not None:
+            self.share.publish(NOT_ACCEPTING)  # the other workers no longer leave connections to this one
         # Connections accepted just before get to send their request, and keep-alive clients are told
         # (Connection: close) to open their next connection elsewhere, before idle connections close.
         self.draining.draining = True
-        if self._servers:
+        if acceptors:
             await asyncio.sleep(self.drain_grace)
+        # Connections still in their TLS handshake join the others before those are shut down.
+        connecting = {task for acceptor in acceptors for task in acceptor.connecting}
+        if connecting:
+            _, pending = await asyncio.wait(connecting, timeout=self.config.graceful_timeout)
+            for task in pending:
+                task.cancel()
         if self._uvicorn is not None:
             await self._uvicorn.shutdown(self.config.graceful_timeout)
             self._uvicorn = None
-            for server in self._servers:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(server.wait_closed(), 1.0)
-            self._servers.clear()
             return
         await self._context.terminated.set()
         if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=self.config.graceful_timeout)
-            for task in pending:
+            _, pending_tasks = await asyncio.wait(set(self._tasks), timeout=self.config.graceful_timeout)
+            for task in pending_tasks:
                 task.cancel()
-        for server in self._servers:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.wait_closed(), 1.0)
-        self._servers.clear()
         if self._lifespan is not None and self._lifespan_task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._lifespan.wait_for_shutdown(), 5.0)
@@ -222,6 +257,48 @@ class SocketServer:
             with contextlib.suppress(BaseException):
                 await self._lifespan_task
             self._lifespan = None
+
+
+class _Counted(set[Any]):
+    """A set of connections that calls ``changed`` when one is added or removed."""
+
+    def __init__(self, changed: Callable[[], None]) -> None:
+        super().__init__()
+        self.changed = changed
+
+    def add(self, item: Any) -> None:
+        super().add(item)
+        self.changed()
+
+    def discard(self, item: Any) -> None:
+        super().discard(item)
+        self.changed()
+
+
+class _CountedStreamProtocol(asyncio.StreamReaderProtocol):
+    """asyncio.start_server's protocol, in ``clients`` from its connection until the client closes it."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        connected: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any],
+        loop: asyncio.AbstractEventLoop,
+        clients: set[asyncio.StreamReaderProtocol],
+    ) -> None:
+        super().__init__(reader, connected, loop=loop)
+        self._clients = clients
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._clients.add(self)
+
+    def eof_received(self) -> bool | None:
+        self._clients.discard(self)
+        return super().eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._clients.discard(self)
+        super().connection_lost(exc)
 
 
 class _Uvicorn:

@@ -101,10 +101,20 @@ class Worker:
             access_log=bool(self.spec.get("access_log")),
             graceful_timeout=float(self.spec.get("graceful_timeout", 10.0)),
             http_server=config.http.server,
+            share=self._share(),
         )
         for _, sock in bound:
             sock.detach()  # the server dup'ed them; these descriptors stay open for the process's life
         await self.server.start()
+
+    def _share(self) -> Any:
+        """This worker's slot in the connection table the administrator shares with its workers, if any."""
+        from roadkit.accept import ConnectionTable, Share
+
+        table = self.spec.get("connections")
+        if not isinstance(table, dict):
+            return None
+        return Share(ConnectionTable.attach(int(table["fd"])), int(table["slot"]))
 
     async def _stop(self) -> None:
         if self.server is not None:
@@ -156,7 +166,10 @@ class Worker:
         if self.service is None:
             raise RoadkitError("the service is not loaded yet", code="service_unavailable", status=503)
         if op == "health":
-            return self.service.health()
+            health: dict[str, Any] = self.service.health()
+            if self.server is not None:
+                health["connections"] = self.server.connections()
+            return health
         if op == "projection":
             return self.service.projection(str(args.get("id")))
         if op in SERVICE_CALLS:

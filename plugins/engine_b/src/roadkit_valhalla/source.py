@@ -2,22 +2,23 @@
 
 Valhalla's Actor is not thread-safe (two threads sharing one corrupt each other's answers), but it
 releases the GIL. So a source creates its Actors once, when it connects: one per engine thread,
-kept in a pool that every request borrows from and gives back. No request ever creates an Actor.
+each thread owning its Actor (:mod:`roadkit_valhalla.engine_threads`) and taking the requests'
+calls from one queue. No request ever creates an Actor.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
-from roadkit.contract import EngineError, Progress, SourceConfig, SourceState, SourceUnavailable
+from roadkit.contract import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable
 from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
+from roadkit_valhalla.engine_threads import EngineThreads, current_handle
 from roadkit_valhalla.options import ValhallaOptions, parse_options
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ __all__ = ["ResponseTooLarge", "ValhallaSource", "engine_error"]
 
 
 class ValhallaSource(ValhallaBase):
-    """Valhalla tiles served by a pool of Actors created when the source connects."""
+    """Valhalla tiles served by engine threads, one Actor each, created when the source connects."""
 
     kind = "valhalla"
     options_class = ValhallaOptions
@@ -36,7 +37,7 @@ class ValhallaSource(ValhallaBase):
 
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
-        self._actors: queue.SimpleQueue[Any] | None = None
+        self._engine: EngineThreads | None = None
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> ValhallaOptions:
@@ -56,7 +57,7 @@ class ValhallaSource(ValhallaBase):
 
         return prepare_source(config, options, force=force, progress=progress)
 
-    def _create_actors(self) -> queue.SimpleQueue[Any]:
+    def _create_actors(self) -> list[Any]:
         import valhalla
 
         from roadkit_valhalla.prepare import has_tiles
@@ -69,39 +70,34 @@ class ValhallaSource(ValhallaBase):
         tar = Path(mjolnir["tile_extract"]) if mjolnir.get("tile_extract") else None
         if not has_tiles(Path(mjolnir.get("tile_dir") or "."), tar):
             raise EngineError(f"the Valhalla configuration {path} points to no tiles (run 'roadkit prepare')")
-        actors: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        for _ in range(self.threads()):
-            actors.put(valhalla.Actor(str(path)))
-        return actors
+        return [valhalla.Actor(str(path)) for _ in range(self.threads())]
 
     async def connect(self) -> None:
         try:
             # Loading is not a request: the request time-out does not bound it.
-            self._actors = await asyncio.get_running_loop().run_in_executor(self.executor(), self._create_actors)
+            actors = await asyncio.get_running_loop().run_in_executor(self.executor(), self._create_actors)
         except Exception as exc:
-            self._actors = None
             self.fail(f"cannot load Valhalla from {self.options.storage.config}: {exc}")
             raise
+        if self._engine is not None:
+            self._engine.close()
+        self._engine = EngineThreads(actors, f"valhalla-{self.id}")
         self.state = SourceState.GREEN
         self.reason = ""
 
     async def disconnect(self) -> None:
-        self._actors = None
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()  # the calls under way finish on their Actors; no new one is taken
         await super().disconnect()
 
     def _call(self, action: str, body: dict[str, Any]) -> Any:
-        """One Actor call on a pooled Actor; the answer parsed, after the response-size check."""
-        actors = self._actors
-        if actors is None:
-            raise SourceUnavailable(f"source {self.id} is not connected")
+        """One call on the engine thread's Actor; the answer parsed, after the response-size check."""
         request = orjson.dumps(body).decode()
-        actor = actors.get()
         try:
-            answer: str = getattr(actor, action)(request)
+            answer: str = getattr(current_handle(), action)(request)
         except RuntimeError as exc:
             raise engine_error(str(exc).strip() or type(exc).__name__, operation_of(action)) from None
-        finally:
-            actors.put(actor)
         limit = self.options.limits.max_response_bytes
         if len(answer) > limit // 4 and len(answer.encode()) > limit:
             raise too_large(len(answer.encode()), limit, self.id)
@@ -111,5 +107,12 @@ class ValhallaSource(ValhallaBase):
         return read(self._call(action, body))
 
     async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
-        result: T = await self.run_blocking(self._run, action, body, read)
+        engine = self._engine
+        if engine is None or engine.closed:
+            raise SourceUnavailable(f"source {self.id} is not connected")
+        try:
+            async with asyncio.timeout(self.timeout):
+                result: T = await engine.run(self._run, action, body, read)
+        except TimeoutError:
+            raise EngineTimeout(f"The engine of source {self.id} did not answer within {self.timeout:g} s") from None
         return result

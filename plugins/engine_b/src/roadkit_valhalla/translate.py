@@ -1,17 +1,27 @@
 """Valhalla request bodies from roadkit requests, and roadkit responses from Valhalla answers.
 
-Routes are asked in Valhalla's OSRM-compatible output (``directions_options.format = "osrm"``)
-with GeoJSON shapes, so steps carry OSRM's maneuver vocabulary (``depart``, ``turn``, ``rotary``,
-``arrive``...) exactly as the OSRM plugin returns them. Coordinates are ``(lon, lat)``.
+Routes are asked in Valhalla's OSRM-compatible output (``directions_options.format = "osrm"``),
+so steps carry OSRM's maneuver vocabulary (``depart``, ``turn``, ``rotary``, ``arrive``...) exactly
+as the OSRM plugin returns them. Valhalla's own format would be cheaper still, but it lacks what
+that vocabulary is computed from (the intersections behind ``end of road``, ``to_stay_on`` behind
+``continue``, which names are refs, the exit street of a roundabout) and gives lengths to the
+meter only: measured on random Monaco routes, one step in ten would change. Two switches make the
+OSRM output cheap instead: ``directions_type = "maneuvers"`` (Valhalla builds no narrative, the
+text roadkit never returns) and polyline6 shapes decoded by pypolyline's compiled decoder (the
+same coordinates as GeoJSON's six decimals; a third of the answer's size and of its parsing).
+Coordinates are ``(lon, lat)``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy
 import shapely
+from pypolyline.cutil import decode_polyline
 from shapely.geometry import mapping, shape
 
 from roadkit.contract import (
@@ -88,18 +98,33 @@ def _date_time(body: dict[str, Any], request: RouteRequest | IsochroneRequest) -
 
 
 def route_body(request: RouteRequest, cost: ValhallaCost) -> dict[str, Any]:
-    """The body of a Valhalla ``route`` call (OSRM-format answer, GeoJSON shapes)."""
+    """The body of a Valhalla ``route`` call: OSRM-format answer without narrative, polyline6 shapes."""
     body: dict[str, Any] = {
         "locations": [_location(p) for p in request.points],
         "costing": cost.costing,
         "costing_options": costing_options(cost, request.constraints),
         "directions_options": {"format": "osrm"},
-        "shape_format": "geojson",
+        # Maneuvers without their texts: the steps are the same, the narrative is not built.
+        "directions_type": "maneuvers" if request.steps else "none",
+        "shape_format": "polyline6",
     }
-    if not request.steps:
-        body["directions_type"] = "none"
     _date_time(body, request)
     return body
+
+
+def _line(shape: str) -> list[Coord]:
+    """The ``(lon, lat)`` coordinates of a polyline6 shape."""
+    return [(c[0], c[1]) for c in decode_polyline(shape.encode("ascii"), 6)]
+
+
+#: The characters that end an encoded value (``?`` to ``^``: no continuation bit); two per point.
+_VALUE_ENDS = bytes(range(63, 95))
+
+
+def _points_in(shape: str) -> int:
+    """How many points a polyline holds, without decoding it."""
+    data = shape.encode("ascii")
+    return (len(data) - len(data.translate(None, _VALUE_ENDS))) // 2
 
 
 def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
@@ -111,15 +136,44 @@ def _instruction(maneuver: dict[str, Any]) -> dict[str, Any]:
     return instruction
 
 
-def _steps(raw: Iterable[dict[str, Any]], with_mode: bool) -> list[Step]:
+def _step_lines(legs: list[dict[str, Any]], geometry: list[Coord]) -> list[list[list[Coord]]]:
+    """Each step's line, sliced from the route's: decoding them all cost more than the rest of the reading.
+
+    The route's line is its legs' lines end to end, each leg after the first without its first
+    point (Valhalla assumes it is the previous leg's last one; it is not when a waypoint snaps to
+    two edges); within a leg, each step starts where the previous one ended, and an ``arrive``
+    step is its leg's last point twice. An answer that does not add up is read step by step.
+    """
+    lines: list[list[list[Coord]]] = []
+    cursor = 0
+    for index, leg in enumerate(legs):
+        leg_lines = []
+        for number, step in enumerate(leg["steps"]):
+            if step["maneuver"]["type"] == "arrive":
+                leg_lines.append([geometry[cursor], geometry[cursor]] if cursor < len(geometry) else [])
+                continue
+            count = _points_in(step["geometry"])
+            if index and not number:  # the leg's own first point, then the route's
+                first = decode_polyline(step["geometry"].encode("ascii"), 6)[0]
+                leg_lines.append([(first[0], first[1]), *geometry[cursor + 1 : cursor + count]])
+            else:
+                leg_lines.append(geometry[cursor : cursor + count])
+            cursor += max(count - 1, 0)
+        lines.append(leg_lines)
+    if cursor != len(geometry) - 1 or any(not line for leg_lines in lines for line in leg_lines):
+        return [[_line(step["geometry"]) for step in leg["steps"]] for leg in legs]
+    return lines
+
+
+def _steps(raw: Iterable[dict[str, Any]], lines: list[list[Coord]], with_mode: bool) -> list[Step]:
     steps = []
-    for step in raw:
+    for step, line in zip(raw, lines, strict=True):
         attributes: dict[str, Any] = {"name": way_name(step.get("name", ""))}
         if with_mode:
             attributes["mode"] = step.get("mode", "")
         steps.append(
             Step(
-                geometry=[(c[0], c[1]) for c in step["geometry"]["coordinates"]],
+                geometry=line,
                 distance=step["distance"],
                 duration=step["duration"],
                 attributes=attributes,
@@ -139,21 +193,23 @@ def route_response(answer: dict[str, Any], request: RouteRequest, cost: Valhalla
     legs = route["legs"]
     if len(legs) != len(waypoints) - 1:
         raise NoPathFound(f"No route found through every point ({len(legs)} legs for {len(waypoints)} points)")
+    geometry = _line(route["geometry"])
     with_mode = cost.costing == "multimodal"
+    lines = _step_lines(legs, geometry) if request.steps else [[] for _ in legs]
     portions = [
         Portion(
             waypoints[i],
             waypoints[i + 1],
             leg["distance"],
             leg["duration"],
-            _steps(leg["steps"], with_mode) if request.steps else [],
+            _steps(leg["steps"], lines[i], with_mode) if request.steps else [],
         )
         for i, leg in enumerate(legs)
     ]
     return RouteResponse(
         start=waypoints[0],
         end=waypoints[-1],
-        geometry=[(c[0], c[1]) for c in route["geometry"]["coordinates"]],
+        geometry=geometry,
         distance=route["distance"],
         duration=route["duration"],
         portions=portions,
@@ -186,6 +242,25 @@ def _without_repeats(ring: list[list[float]]) -> list[list[float]]:
     return cleaned
 
 
+def _ring_array(ring: list[list[float]]) -> Any:
+    """A ring as an array of points; ValueError when they are not numbers of one dimension.
+
+    Pairs (Valhalla's) are filled from a flat iterator, twice as fast as ``numpy.asarray`` on a
+    list of lists; anything else goes through ``numpy.asarray``.
+    """
+    flat = numpy.fromiter(itertools.chain.from_iterable(ring), dtype=numpy.float64)
+    if flat.size == 2 * len(ring):
+        return flat.reshape(-1, 2)
+    return numpy.asarray(ring, dtype=numpy.float64)
+
+
+def _kept_ring(ring: list[list[float]], array: Any) -> list[list[float]]:
+    """The ring without its repeated consecutive points (the same list when it has none, the usual case)."""
+    if len(ring) > 1 and bool((array[1:] == array[:-1]).all(axis=1).any()):
+        return _without_repeats(ring)
+    return ring
+
+
 def clean_polygon(geometry: dict[str, Any]) -> dict[str, Any] | None:
     """A valid Polygon or MultiPolygon from Valhalla's geometry, or None when it has no area.
 
@@ -197,15 +272,17 @@ def clean_polygon(geometry: dict[str, Any]) -> dict[str, Any] | None:
     try:
         if geometry["type"] == "Polygon":
             # Built from arrays: shapely's shape() walks every coordinate in Python.
-            rings = [shapely.linearrings(ring) for ring in geometry["coordinates"]]
-            polygon = shapely.polygons(rings[0], rings[1:] or None)
+            arrays = [_ring_array(ring) for ring in geometry["coordinates"]]
+            holes = [shapely.linearrings(array) for array in arrays[1:]]
+            polygon = shapely.polygons(arrays[0], holes or None)
         else:
             polygon = shape(geometry)
     except (ValueError, TypeError, KeyError, shapely.errors.ShapelyError):
         return None
     if polygon.is_valid and not polygon.is_empty and polygon.area > 0:
         if geometry["type"] == "Polygon":
-            return {"type": "Polygon", "coordinates": [_without_repeats(r) for r in geometry["coordinates"]]}
+            rings = geometry["coordinates"]
+            return {"type": "Polygon", "coordinates": [_kept_ring(r, a) for r, a in zip(rings, arrays, strict=True)]}
         return {"type": "MultiPolygon", "coordinates": [[_without_repeats(r) for r in p] for p in geometry["coordinates"]]}
     repaired = shapely.make_valid(polygon)
     parts = [g for g in getattr(repaired, "geoms", [repaired]) if g.geom_type in ("Polygon", "MultiPolygon")]

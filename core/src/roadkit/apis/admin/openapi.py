@@ -135,6 +135,24 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                                             },
                                         },
                                     },
+                                    "workers": {
+                                        "type": "array",
+                                        "description": (
+                                            "Child-process mode: each worker's HTTP connections, open now and accepted since it started "
+                                            "(how the listeners' connections spread over the workers)."
+                                        ),
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "worker": {"type": "integer"},
+                                                "pid": {"type": "integer"},
+                                                "connections": {
+                                                    "type": "object",
+                                                    "properties": {"open": {"type": "integer"}, "accepted": {"type": "integer"}},
+                                                },
+                                            },
+                                        },
+                                    },
                                 },
                             },
                         },

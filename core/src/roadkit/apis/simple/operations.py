@@ -189,6 +189,8 @@ async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
 
 def _reproject(service: Service, geometry: dict[str, Any], source: str, target: str) -> dict[str, Any]:
     kind = geometry["type"]
+    if source == target and kind in ("Point", "Polygon", "MultiPolygon"):
+        return geometry  # written as it is: no copy of every coordinate
     coords = geometry["coordinates"]
     tr = service.projections.transform
     if kind == "Point":

@@ -1,0 +1,140 @@
+"""The workers' acceptor (roadkit.accept): one connection at a time, left to a less loaded worker for a moment.
+
+On asyncio's loop and on uvloop's (the workers' loop), with real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvloop
+
+from roadkit.accept import NOT_ACCEPTING, Acceptor, ConnectionTable, Share
+from roadkit.config.models import Listener
+from roadkit.listen import bind_listener
+from tests.core.test_children import _self_signed
+
+LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+
+
+def run(loop: str, coroutine: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(coroutine, loop_factory=LOOPS[loop])
+
+
+class Recorder(asyncio.Protocol):
+    """Records each connection's transport."""
+
+    def __init__(self, made: list[asyncio.BaseTransport]) -> None:
+        self.made = made
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.made.append(transport)
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+def listening() -> socket.socket:
+    return bind_listener(Listener(host="127.0.0.1", port=0))
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_accepted_connections_have_tcp_nodelay(loop: str) -> None:
+    async def main() -> None:
+        made: list[asyncio.BaseTransport] = []
+        accepted: list[int] = []
+        sock = listening()
+        acceptor = Acceptor(sock, lambda: Recorder(made), on_accept=lambda: accepted.append(1))
+        acceptor.start()
+        clients = [await asyncio.open_connection(*sock.getsockname()[:2]) for _ in range(8)]
+        await until(lambda: len(made) == 8)
+        # Without TCP_NODELAY a keep-alive client waits for its delayed ACK (~40 ms) between a response's writes.
+        assert all(t.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for t in made)
+        await until(lambda: not acceptor.connecting)
+        assert len(accepted) == 8
+        acceptor.close()
+        for _, writer in clients:
+            writer.close()
+            await writer.wait_closed()
+        for transport in made:
+            transport.close()
+
+    run(loop, main())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_worker_holding_more_connections_still_accepts_what_a_frozen_one_leaves(loop: str) -> None:
+    # Another worker says it accepts and holds fewer connections, but never takes any (stopped, or busy).
+    table = ConnectionTable.create()
+    assert table is not None
+    try:
+        mine, other = table.allocate(), table.allocate()
+        assert mine is not None and other is not None
+        share = Share(table, mine)
+        share.publish(5)
+        table.set(other, 0)
+        turns: list[bool] = []
+
+        def my_turn() -> bool:
+            turns.append(share.my_turn())
+            return turns[-1]
+
+        async def main() -> None:
+            made: list[asyncio.BaseTransport] = []
+            sock = listening()
+            acceptor = Acceptor(sock, lambda: Recorder(made), my_turn=my_turn)
+            acceptor.start()
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            await until(lambda: len(made) == 1)
+            assert turns[0] is False  # it was left to the other worker first
+            writer.close()
+            acceptor.close()
+            made[0].close()
+
+        run(loop, main())
+        table.set(other, 7)
+        assert share.my_turn()  # the other one holds more now
+        table.release(other)
+        assert table.get(other) == NOT_ACCEPTING and share.my_turn()
+        assert table.allocate() == other  # a freed slot is handed out again
+    finally:
+        table.close()
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_tls_client_that_never_says_hello_is_dropped_after_the_handshake_timeout(loop: str, tmp_path: Path) -> None:
+    _self_signed(tmp_path, "site")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tmp_path / "site.pem", tmp_path / "site.key")
+
+    async def main() -> None:
+        made: list[asyncio.BaseTransport] = []
+        sock = listening()
+        acceptor = Acceptor(sock, lambda: Recorder(made), ssl_context=context, ssl_handshake_timeout=0.2)
+        acceptor.start()
+        reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        # Silent client: the server closes the connection once the handshake time-out has passed (the default is 60 s).
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        await until(lambda: not acceptor.connecting)
+        assert made == []
+        writer.close()
+        # A client that does say hello is served over TLS.
+        client = ssl.create_default_context()
+        client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
+        _, writer = await asyncio.open_connection(*sock.getsockname()[:2], ssl=client)
+        await until(lambda: len(made) == 1)
+        assert made[0].get_extra_info("ssl_object") is not None
+        writer.close()
+        made[0].close()
+        acceptor.close()
+
+    run(loop, main())
