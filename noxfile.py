@@ -26,7 +26,7 @@ def _existing(paths: list[str]) -> list[str]:
 
 def _install_project(session: nox.Session, *, apps: bool, testing: bool = False) -> None:
     # core's ``testing`` extra brings what roadkit.testing (the plugin authors' helpers) imports.
-    dists = ["./core[testing]" if testing else "./core", *_existing(ENGINE_PLUGINS)]
+    dists = ["./libs/support", "./core[testing]" if testing else "./core", *_existing(ENGINE_PLUGINS)]
     if apps:
         dists += _existing(APPS)
     # Non-editable installs: tests run against installed metadata (entry points).
@@ -78,6 +78,7 @@ def client(session: nox.Session) -> None:
 
 #: The packages mypy checks (strict): core and every plugin and app distribution present.
 TYPED = [
+    "libs/support/src/roadkit_support",
     "core/src/roadkit",
     "plugins/engine_a/src/roadkit_osrm",
     "plugins/engine_b/src/roadkit_valhalla",

@@ -29,7 +29,7 @@ import attrs
 import pytest
 from aiohttp import web
 
-from roadkit.serving_helpers import reserve_port
+from roadkit_support.serving import reserve_port
 
 # urllib without the environment's proxies: a test that sets HTTP_PROXY still reaches its servers directly.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))

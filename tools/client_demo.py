@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from roadkit.serving_helpers import wait_until_up
 from roadkit_client.config import load_config as load_client_config
 from roadkit_deviam.config import load_config as load_iam_config
+from roadkit_support.serving import wait_until_up
 
 ROOT = Path(__file__).resolve().parents[1]
 IAM_CONFIG = ROOT / "apps" / "deviam" / "example.toml"

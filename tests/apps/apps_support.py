@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from roadkit.pgcluster import private_cluster
-from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_deviam import create_app
 from roadkit_deviam.testing import iam_test_config
+from roadkit_support.serving import ServerThread, bound_socket
 
 APP_URL = "http://app.test:8182"
 PORTAL_URL = "http://backend.test:8181"

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from roadkit.serving_helpers import ACCESS_LOG_FORMAT
+from roadkit_support.serving import ACCESS_LOG_FORMAT
 
 from .apps_support import Stack
 from .oidc_flow import exchange, login_for_code, refresh, submit_login

@@ -141,8 +141,8 @@ def make_service(root: Path, *, port: int = 8080, sources: dict[str, str] | None
 
 
 def free_port() -> int:
-    """A loopback port reserved for a server a test configures (see roadkit.serving_helpers.reserve_port)."""
-    from roadkit.serving_helpers import reserve_port
+    """A loopback port reserved for a server a test configures (see roadkit_support.serving.reserve_port)."""
+    from roadkit_support.serving import reserve_port
 
     return reserve_port()
 

@@ -28,7 +28,7 @@ from roadkit.cli import main as roadkit_main
 from roadkit.config import load_server
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.serving_helpers import ServerThread, bound_socket
+from roadkit_support.serving import ServerThread, bound_socket
 from tests.core.conftest import make_service, write
 from tests.core.test_publication import SOURCE_A
 

@@ -493,3 +493,38 @@ async def test_workers_serve_several_listeners_with_https_and_a_certificate_each
     # A controlled stop is logged at info level, with the exit code.
     stops = [r for r in caplog.records if "stopped (exit code 0)" in r.getMessage()]
     assert len(stops) == 2 and all(r.levelno == logging.INFO for r in stops)
+
+
+NOT_READING = textwrap.dedent("""
+    import json, socket, struct, sys, time
+    spec = json.loads(sys.argv[1])
+    channel = socket.socket(fileno=spec["channel"])
+    ready = b'{"event": "ready"}'
+    channel.sendall(struct.pack(">I", len(ready)) + ready)
+    time.sleep(120)  # ready, then never reads its channel again (stuck in a blocking call)
+""")
+
+
+async def test_a_worker_that_stops_reading_its_channel_cannot_hang_the_administrator(tmp_path: Path, osrm_example: Path) -> None:
+    # Before: the send was outside the time-out; once the socket's buffer was full it waited forever, and with
+    # it the health request (GET /health) or publication call that sent it.
+    example = Example(tmp_path / "monaco", osrm_example, workers=1, startup_timeout=60)
+    admin = example.administrator()
+    handle = admin.handle("main")
+    assert isinstance(handle, ChildProcessService)
+    handle.command = [sys.executable, "-c", NOT_READING]
+    await admin.start()
+    try:
+        assert handle.lifecycle == "ready"
+        worker = handle.workers[0]
+        # A request larger than the socket's buffer: its send can't finish while nothing reads.
+        asking = asyncio.create_task(worker.request("health", {"padding": "x" * 8_000_000}, timeout=1.0))
+        done, _ = await asyncio.wait({asking}, timeout=30)
+        assert asking in done, "the request is still waiting for its send"
+        assert isinstance(asking.exception(), TimeoutError)
+        async with httpx.AsyncClient(timeout=30) as client:
+            body = await health(client, example)
+        service = body["services"][0]
+        assert service["state"] == "unknown" and "no answer within 1 s" in service["reason"], service
+    finally:
+        await admin.stop()

@@ -396,3 +396,41 @@ async def test_a_write_that_fails_on_disk_is_a_503_and_changes_nothing(running: 
     assert replaced.status_code == 503
     assert running.snapshot() == files, "no change and no temporary file left"
     assert memory(running.administrator) == (sources, resources)
+
+
+async def test_publication_the_service_folders_do_not_allow_is_a_409(running: Running) -> None:
+    c, service_file = running.client, running.root / "service.toml"
+    text = service_file.read_text()
+    # A file named after the id that defines another id: the service's files conflict, the document is fine.
+    write(running.root / "sources" / "a.source", 'id = "other"\ntype = "straightline"\n')
+    taken = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A)
+    assert taken.status_code == 409, taken.text
+    assert (
+        f"{running.root / 'sources' / 'a.source'}: id: this file exists and does not define source 'a'" in taken.json()["error"]["message"]
+    )
+    (running.root / "sources" / "a.source").unlink()
+    # A service with no sources or resources folder has nowhere to publish into.
+    service_file.write_text(text.replace('sources = ["sources"]', "sources = []").replace('resources = ["resources"]', "resources = []"))
+    for kind, body in (("sources", SOURCE_A), ("resources", RESOURCE)):
+        refused = await c.put(f"{running.admin}/services/main/{kind}/{body['id']}", json=body)
+        assert refused.status_code == 409, refused.text
+        assert f"{service_file}: folders.{kind}: the service has no {kind} folder to publish into" in refused.json()["error"]["message"]
+    # ... and a document with problems of its own is a 400 that names them and the conflict.
+    invalid = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"bbox": "1,2"})
+    assert invalid.status_code == 400 and "bbox" in invalid.json()["error"]["message"]
+    assert "no sources folder" in invalid.json()["error"]["message"]
+    # A service file changed by hand so that it no longer loads: every publication call is a 409 naming it.
+    service_file.write_text("[application]\n")
+    for method, url in (
+        ("GET", "sources"),
+        ("GET", "resources"),
+        ("GET", "sources/a"),
+        ("PUT", "sources/a"),
+        ("PUT", "resources/lines"),
+        ("DELETE", "sources/a"),
+        ("DELETE", "resources/lines"),
+    ):
+        body = SOURCE_A if url == "sources/a" else RESOURCE
+        response = await c.request(method, f"{running.admin}/services/main/{url}", json=body if method == "PUT" else None)
+        assert response.status_code == 409, (method, url, response.text)
+        assert f"{service_file}: application.name: required key is missing" in response.json()["error"]["message"]

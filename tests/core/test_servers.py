@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from roadkit.config.models import Listener
 from roadkit.servers import Server
-from roadkit.serving_helpers import bound_socket, reserve_port, wait_until_up
+from roadkit_support.serving import bound_socket, reserve_port, wait_until_up
 
 
 def test_wait_until_up_reports_a_server_that_died_at_once() -> None:
@@ -153,33 +153,29 @@ def test_binding_keeps_every_setting_of_the_configuration(tmp_path: Path) -> Non
 
 
 def test_the_development_iam_needs_no_routing_core() -> None:
-    # Its command line and its test helpers serve with roadkit.serving_helpers (its configuration
-    # reads files with roadkit.config): no routing code is loaded.
+    # It serves with roadkit_support.serving and reads its configuration with roadkit_support.documents:
+    # the roadkit distribution is no requirement of it, and no module of roadkit is loaded.
+    import re
+    from importlib.metadata import requires
+
+    needed = {re.split(r"[ <>=!~;\[]", requirement, maxsplit=1)[0].lower() for requirement in requires("roadkit-deviam") or []}
+    assert "roadkit-support" in needed and "roadkit" not in needed, sorted(needed)
     code = (
-        "import sys, roadkit_deviam.cli, roadkit_deviam.testing;"
-        "print(' '.join(sorted(m for m in sys.modules if m == 'roadkit' or m.startswith('roadkit.'))))"
+        "import sys, roadkit_deviam.app, roadkit_deviam.cli, roadkit_deviam.testing;"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('roadkit'))))"
     )
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
-    assert "roadkit.serving_helpers" in loaded
-    routing_core = {
-        "roadkit.servers",
-        "roadkit.service",
-        "roadkit.plugins",
-        "roadkit.app",
-        "roadkit.source",
-        "roadkit.resources",
-        "roadkit.model",
-        "roadkit.api",
-        "roadkit.administrator",
-        "roadkit.apis",
-    }
-    assert not (loaded & routing_core), sorted(loaded & routing_core)
+    assert "roadkit_support.serving" in loaded and "roadkit_support.documents" in loaded
+    assert not {m for m in loaded if m == "roadkit" or m.startswith("roadkit.")}, sorted(loaded)
 
 
-def test_serving_helpers_import_nothing_else_of_roadkit() -> None:
-    code = "import sys, roadkit.serving_helpers; print(' '.join(sorted(m for m in sys.modules if m.startswith('roadkit'))))"
+def test_the_support_library_imports_nothing_of_roadkit() -> None:
+    code = (
+        "import sys, roadkit_support.serving, roadkit_support.documents;"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('roadkit'))))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
-    assert loaded == ["roadkit", "roadkit.serving_helpers"]
+    assert loaded == ["roadkit_support", "roadkit_support.documents", "roadkit_support.serving"]
 
 
 def test_a_reserved_port_is_handed_to_no_one_else_but_binds_with_reuse_address() -> None:

@@ -26,6 +26,11 @@ def configuration(port: int, **changes: Any) -> dict[str, Any]:
     } | changes
 
 
+def main_configuration(port: int, **changes: Any) -> dict[str, Any]:
+    """The configuration of the fixture's service "main" (its own folders) as JSON, with ``changes``."""
+    return configuration(port, folders={"sources": ["sources"], "resources": ["resources"], "projections": "projections"}, **changes)
+
+
 class Admin:
     def __init__(self, root: Path, plugins: Plugins) -> None:
         self.root = root
@@ -196,8 +201,7 @@ async def test_a_change_the_service_cannot_start_with_keeps_the_previous_one(adm
         before = admin.snapshot()
         # The new service file is valid, but a resource file in the folders it now names is not: the new
         # service fails to load while the old one is still serving.
-        failing = configuration(admin.main_port)
-        failing["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+        failing = main_configuration(admin.main_port)
         write(
             admin.root / "resources" / "broken.resource",
             'id = "broken"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n',
@@ -228,8 +232,7 @@ async def test_a_changed_service_reloads_under_load_without_a_failed_request(adm
     clients = [asyncio.create_task(load()) for _ in range(4)]
     async with httpx.AsyncClient(timeout=30) as c:
         for i in range(3):
-            changed = configuration(admin.main_port, application={"name": "t", "title": f"v{i}", "description": "d"})
-            changed["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            changed = main_configuration(admin.main_port, application={"name": "t", "title": f"v{i}", "description": "d"})
             response = await c.put(f"{admin.base}/services/main", json={"configuration": changed})
             assert response.status_code == 200, response.text
             assert response.json()["configuration"]["application"]["title"] == f"v{i}"
@@ -272,8 +275,7 @@ async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, pl
             refused = await c.post(f"{base}/services", json={"id": "second", "configuration": configuration(free_port())})
             assert refused.status_code == 409 and "Road2 administration file" in refused.json()["error"]["message"]
             assert (await c.delete(f"{base}/services/main")).status_code == 409
-            same = configuration(service_port, application={"name": "t", "title": "Changed", "description": "d"})
-            same["folders"] = {"sources": ["sources"], "resources": ["resources"], "projections": "projections"}
+            same = main_configuration(service_port, application={"name": "t", "title": "Changed", "description": "d"})
             changed = await c.put(f"{base}/services/main", json={"configuration": same})  # the service file itself may change
             assert changed.status_code == 200, changed.text
             assert (await c.get(f"http://127.0.0.1:{service_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
@@ -318,3 +320,180 @@ async def test_services_created_and_deleted_while_the_administrator_starts(tmp_p
         StraightLineSource.gate.set()
         await asyncio.gather(starting, return_exceptions=True)
         await admin.stop()
+
+
+async def test_a_listener_host_that_names_no_address_is_a_400(admin: Admin) -> None:
+    assert admin.administrator is not None
+    before = admin.snapshot()
+    async with httpx.AsyncClient(timeout=10) as c:
+        for host in ("", "\x13V", "a..b", "-a", "my_host", "fe80::1%eth0", ":::", "x" * 64):
+            # Each started a service that could not bind (a failed service, or a 503 on a change).
+            body = {"id": "second", "configuration": configuration(free_port(), listeners=[{"host": host, "port": free_port()}])}
+            created = await c.post(f"{admin.base}/services", json=body)
+            assert created.status_code == 400, (host, created.text)
+            assert (
+                f"listeners[0].host: expected an IP address or a host name (0.0.0.0 for every interface), got {host!r}"
+                in (created.json()["error"]["message"])
+            )
+        assert admin.snapshot() == before
+        for i, host in enumerate(("localhost", "127.0.0.1", "::1")):
+            body = {
+                "id": f"h{i}",
+                "mode": "same-process",
+                "configuration": configuration(0, listeners=[{"host": host, "port": free_port()}]),
+            }
+            created = await c.post(f"{admin.base}/services", json=body)
+            assert created.status_code == 201 and created.json()["lifecycle"] == "ready", (host, created.text)
+
+
+async def test_a_change_of_start_up_settings_the_service_cannot_start_with_keeps_it_serving(admin: Admin) -> None:
+    # Before: the old service was stopped, the new one failed to start, and the answer was a 200.
+    assert admin.administrator is not None
+    same = main_configuration(admin.main_port)
+    before, handle = admin.snapshot(), admin.administrator.handles["main"]
+    async with httpx.AsyncClient(timeout=10) as c:
+        response = await c.put(f"{admin.base}/services/main", json={"mode": "same-process", "startup_timeout": 1e-9, "configuration": same})
+        assert response.status_code == 503, response.text
+        assert "previous one keeps serving" in response.json()["error"]["message"]
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+        assert (await c.get(f"{admin.base}/services/main")).json()["lifecycle"] == "ready"
+    assert admin.snapshot() == before
+    assert admin.administrator.handles["main"] is handle and handle.managed.startup_timeout == 120.0
+    assert admin.administrator.config.services[0].startup_timeout == 120.0
+
+
+async def test_a_change_of_mode_the_service_cannot_start_in_restores_the_previous_one(admin: Admin) -> None:
+    # Before: the service stayed down (failed) with the new files, and the answer was a 200.
+    assert admin.administrator is not None
+    same = main_configuration(admin.main_port)
+    before = admin.snapshot()
+    async with httpx.AsyncClient(timeout=30) as c:
+        response = await c.put(
+            f"{admin.base}/services/main", json={"mode": "child-process", "startup_timeout": 1e-9, "configuration": same}
+        )
+        assert response.status_code == 503, response.text
+        message = response.json()["error"]["message"]
+        assert "can't start with its new configuration" in message and "previous configuration was restored" in message, message
+        described = (await c.get(f"{admin.base}/services/main")).json()
+        assert described["mode"] == "same-process" and described["lifecycle"] == "ready", described
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+    assert admin.snapshot() == before
+    assert admin.administrator.config.services[0].mode == "same-process"
+
+
+async def test_mode_or_workers_that_do_not_go_with_the_current_ones_are_a_409(admin: Admin) -> None:
+    assert admin.administrator is not None
+    same = main_configuration(admin.main_port)
+    before = admin.snapshot()
+    async with httpx.AsyncClient(timeout=10) as c:
+        # "main" runs in the same process: several workers need child processes, which the request does not ask for.
+        response = await c.put(f"{admin.base}/services/main", json={"workers": 2, "configuration": same})
+        assert response.status_code == 409, response.text
+        assert (
+            f"{admin.path}: services[0].mode: service 'main' runs in the administrator's process "
+            '(mode = "same-process"), with one worker: send mode = "child-process" with workers = 2'
+        ) in response.json()["error"]["message"]
+        # The same request with another problem is a 400 naming both.
+        invalid = await c.put(f"{admin.base}/services/main", json={"workers": 2, "configuration": same | {"colour": 1}})
+        assert invalid.status_code == 400 and "colour" in invalid.json()["error"]["message"]
+        assert "send mode" in invalid.json()["error"]["message"]
+        # Invalid on its own (whatever the current state): a 400.
+        alone = await c.put(f"{admin.base}/services/main", json={"mode": "same-process", "workers": 2, "configuration": same})
+        assert alone.status_code == 400, alone.text
+    assert admin.snapshot() == before
+
+
+async def test_a_server_file_changed_by_hand_is_a_409_for_service_writes(admin: Admin) -> None:
+    assert admin.administrator is not None
+    text = admin.path.read_text()
+    async with httpx.AsyncClient(timeout=10) as c:
+        for broken in ("[administrator.listener\n", text + "\n[administrator.logging]\nlevel = 3\n"):
+            admin.path.write_text(broken)
+            created = await c.post(
+                f"{admin.base}/services", json={"id": "second", "mode": "same-process", "configuration": configuration(free_port())}
+            )
+            assert created.status_code == 409, created.text
+            assert str(admin.path) in created.json()["error"]["message"]
+            deleted = await c.delete(f"{admin.base}/services/main")
+            assert deleted.status_code == 409, deleted.text
+            assert admin.path.read_text() == broken
+        assert "second" not in admin.administrator.handles and not (admin.root / "second.service.toml").exists()
+        # A service taken out of the file by hand is still stopped by a DELETE.
+        admin.path.write_text(text.split("[[services]]")[0])
+        assert (await c.delete(f"{admin.base}/services/main")).status_code == 204
+        assert "main" not in admin.administrator.handles
+        with pytest.raises(httpx.ConnectError):
+            await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)
+
+
+async def test_a_change_of_port_that_fails_to_start_leaves_the_sockets_as_they_were(admin: Admin) -> None:
+    # Before: the failed start had taken the old socket out of the service's sockets (it stayed open in the
+    # old workers) and kept the new one bound: every later restart failed with "Address already in use".
+    import socket
+
+    not_a_certificate = str(admin.root / "service.toml")
+    async with httpx.AsyncClient(timeout=30) as c:
+        for mode in ("child-process", "same-process"):
+            sid, port, moved = mode.split("-")[0], free_port(), free_port()
+            created = await c.post(f"{admin.base}/services", json={"id": sid, "mode": mode, "configuration": configuration(port)})
+            assert created.status_code == 201 and created.json()["lifecycle"] == "ready", created.text
+            # Each fails once the new port is bound: worker processes can't be ready that soon; the
+            # service's own server can't load a certificate from a file that holds none.
+            failing: dict[str, Any] = {"mode": mode, "startup_timeout": 1e-9, "configuration": configuration(moved)}
+            if mode == "same-process":
+                https = {"port": moved, "certfile": not_a_certificate, "keyfile": not_a_certificate}
+                failing = {"mode": mode, "configuration": configuration(moved, listeners=[https])}
+            response = await c.put(f"{admin.base}/services/{sid}", json=failing)
+            assert response.status_code == 503, response.text
+            if mode == "same-process":
+                assert f"can't load the certificate {not_a_certificate}" in response.json()["error"]["message"]
+            with socket.create_server(("127.0.0.1", moved)):
+                pass  # the new port is free again
+            restarted = await c.get(f"{admin.base}/services/{sid}/restart")
+            assert restarted.status_code == 200 and restarted.json()["lifecycle"] == "ready", restarted.text
+            assert (await c.get(f"http://127.0.0.1:{port}/simple/1.0.0/getcapabilities")).status_code == 200
+            assert (await c.delete(f"{admin.base}/services/{sid}")).status_code == 204
+
+
+async def test_a_service_that_cannot_start_is_not_created(admin: Admin) -> None:
+    # Before: a 201 with a failed service left in the server file, its files and the administrator's health (red, 503).
+    import socket
+
+    assert admin.administrator is not None
+    before = admin.snapshot()
+    async with httpx.AsyncClient(timeout=30) as c:
+        with socket.create_server(("127.0.0.1", 0)) as taken:  # a port another program listens on
+            port = taken.getsockname()[1]
+            for mode, body in (
+                ("child-process", {"startup_timeout": 1e-9, "configuration": configuration(free_port())}),
+                ("same-process", {"configuration": configuration(port)}),
+                ("child-process", {"configuration": configuration(port)}),
+            ):
+                response = await c.post(f"{admin.base}/services", json={"id": "second", "mode": mode, **body})
+                assert response.status_code == 503, (mode, body, response.text)
+                message = response.json()["error"]["message"]
+                assert message.startswith("Service second can't start (") and message.endswith("): nothing was created"), message
+                assert admin.snapshot() == before
+                assert list(admin.administrator.handles) == ["main"]
+                assert [m.id for m in admin.administrator.config.services] == ["main"]
+                assert (await c.get(f"{admin.base}/health")).status_code == 200
+                assert not (admin.root / "second").exists(), "the folders created for it are gone"
+        created = await c.post(f"{admin.base}/services", json={"id": "second", "configuration": configuration(free_port())})
+        assert created.status_code == 201, created.text
+
+
+async def test_a_large_service_document_does_not_freeze_the_administrator(admin: Admin) -> None:
+    # Before: the service file was written with tomlkit, quadratic in the number of items: a body of 30,000
+    # keywords (330 kB, under the 1 MB limit) kept the administrator's event loop busy for about a minute.
+    import asyncio
+
+    keywords = [f"keyword-{i}" for i in range(30_000)]
+    body = {"id": "large", "mode": "same-process", "configuration": configuration(free_port())}
+    body["configuration"]["application"]["keywords"] = keywords
+    async with httpx.AsyncClient(timeout=30) as c:
+        creating = asyncio.create_task(c.post(f"{admin.base}/services", json=body))
+        await asyncio.sleep(0.05)
+        assert (await c.get(f"{admin.base}/version")).status_code == 200, "the administrator answers meanwhile"
+        created = await creating
+        assert created.status_code == 201, created.text
+    assert tomllib.loads((admin.root / "large.service.toml").read_text())["application"]["keywords"] == keywords

@@ -12,8 +12,8 @@ import pytest
 from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from roadkit.serving_helpers import ServerThread, bound_socket
 from roadkit_client import testing as client_testing
+from roadkit_support.serving import ServerThread, bound_socket
 
 from .helpers import login_local
 

@@ -136,8 +136,9 @@ async def test_nearest_and_constraints_equal_the_in_process_source(
             assert caught.value.status == 400 and caught.value.parameter == "constraints"
             messages.append(caught.value.message)
         assert messages[0] == messages[1] and "Exclude flag combination is not supported" in messages[0]
-        # The combinations each dataset bans together are learnt the same way.
+        # The combinations each dataset bans together are learnt the same way (over HTTP, asked beforehand).
         fields = ["motorway", "toll", "ferry", "bogus"]
+        await over_http.learn_bans(fields, 3)
         assert over_http.supported_bans(fields, 3) == in_process.supported_bans(fields, 3)
         assert over_http.supported_bans(fields, 2) == [frozenset({"ferry"}), frozenset({"motorway"}), frozenset({"toll"})]
         assert over_http.state is SourceState.GREEN  # an engine's answer is not a server failure
@@ -373,9 +374,10 @@ async def test_https_servers_are_verified_against_the_system_or_the_sources_ca_f
             same(await source.route(ROUTE), expected)
             same(await source.nearest(NearestRequest(START)), expected_nearest)
             assert any(path.startswith("/route/v1/driving/") for path in proxy.seen)
-            # The blocking questions (ban combinations, asked while resources are built) use the same TLS settings.
-            answer = await asyncio.to_thread(source.connected_servers().get_blocking, "/nearest/v1/driving/7.41,43.73", {})
-            assert answer is not None and answer.status == 200
+            # The ban combinations are asked over the same pool, with the same TLS settings.
+            await source.learn_bans(["motorway", "toll"], 2)
+            assert source.supported_bans(["motorway", "toll"], 2) == [frozenset({"motorway"}), frozenset({"toll"})]
+            assert any("exclude=" in path for path in proxy.seen)
         finally:
             await source.disconnect()
         insecure = await remote(tmp_path / "insecure", "car-fastest", [proxy.url], verify=False)
@@ -546,3 +548,81 @@ def _front_app(handler: Any) -> Any:
     app = web.Application()
     app.router.add_route("GET", "/{tail:.*}", handler)
     return app
+
+
+class GatedOsrm:
+    """A front of an osrm-routed server that holds every ban probe (a route with ``exclude``) until released.
+
+    The release comes from a coroutine of the test's event loop: a probe made by a blocking call on
+    that loop could never be released (the front gives up after a while and says so in ``held``).
+    """
+
+    def __init__(self, target: str) -> None:
+        import http.server
+        import threading
+        import urllib.request
+
+        self.released = threading.Event()
+        self.probed = threading.Event()
+        self.held: list[bool] = []  # per probe: released by the loop (True) or given up (False)
+        gate = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if "exclude=" in self.path:
+                    gate.probed.set()
+                    gate.held.append(gate.released.wait(5))
+                try:
+                    with urllib.request.urlopen(target + self.path, timeout=10) as answer:
+                        status, body = answer.status, answer.read()
+                except urllib.error.HTTPError as error:
+                    status, body = error.code, error.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_ban_combinations_are_learnt_without_blocking_the_event_loop(
+    tmp_path: Path, osrm_example: Path, routed: dict[str, EngineServer]
+) -> None:
+    # Before: learnt by a blocking HTTP call while the resources were built, so the service's event loop (the
+    # administrator's, for a service in its process) stood still for each probe, up to the health time-out.
+    from roadkit.config import load_service
+    from roadkit.resources import capabilities_of
+    from roadkit.service import Service
+
+    gate = GatedOsrm(routed["car-fastest"].url)
+    service_file = _gateway(osrm_example, tmp_path / "gateway", routed)
+    write_source(service_file.parent / "sources", "car-fastest", [gate.url], source_id="monaco-osrm-car-fastest", health_timeout=30)
+    service = Service(load_service(service_file), Plugins.create())
+    starting = asyncio.create_task(service.start())
+    try:
+        while not gate.probed.is_set():  # the loop runs while a probe is held...
+            assert not starting.done(), "the service started without asking which bans the dataset applies"
+            await asyncio.sleep(0.01)
+        gate.released.set()  # ...and releases it: the probes wait on the loop, they do not block it
+        await starting
+        assert gate.held and all(gate.held), gate.held
+        route = next(op for op in capabilities_of(service.resources["monaco-osrm"])["availableOperations"] if op["id"] == "route")
+        constraints = next(p for p in route["availableParameters"] if p["id"] == "constraints")
+        combinations = next(c["combinations"] for c in constraints["values"]["bannedCombinations"] if c["optimization"] == "fastest")
+        # The Monaco car dataset bans one class at a time (as the in-process source learns it).
+        assert sorted(c[0]["value"] for c in combinations) == ["autoroute", "bac", "peage"] and all(len(c) == 1 for c in combinations)
+    finally:
+        gate.close()
+        await service.stop()

@@ -80,7 +80,6 @@ def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClie
         ({"costValue": "0.5"}, "Parameter 'costValue' is invalid: 0.5 is below the minimum 1"),
         ({"costValue": "50001"}, "Parameter 'costValue' is invalid: 50001 is above the maximum 50000"),
         ({"costValue": "60|120|180|240|300|360"}, "Parameter 'costValue' is invalid: expected between 1 and 5 values"),
-        ({"costValue": "60|60"}, "Parameter 'costValue' is invalid: expected distinct values"),
         ({"profile": "bicycle"}, "Parameter 'profile' is invalid: expected one of car, pedestrian, multimodal"),
         (
             {"profile": "multimodal", "costType": "distance"},
@@ -111,6 +110,23 @@ def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClie
         ),
         ({"resource": "nowhere"}, "Parameter 'resource' is invalid: 'nowhere' does not exist"),
         ({"resource": None}, "Parameter 'resource' not found"),
+        # Found by schemathesis: the unit of the other cost type was not checked (a 200), and a
+        # costValue or a year the engine refuses was the engine's error, against the document.
+        ({"costType": "time", "distanceUnit": "-58800"}, "Parameter 'distanceUnit' is invalid"),
+        ({"costType": "distance", "timeUnit": "week"}, "Parameter 'timeUnit' is invalid"),
+        (
+            {"costValue": "11", "timeUnit": "hour"},
+            "Parameter 'costValue' is invalid: expected at most 10 (hour): the engine computes no larger time isochrone",
+        ),
+        ({"costValue": "36001"}, "Parameter 'costValue' is invalid: expected at most 36000 (second)"),
+        (
+            {"costType": "distance", "costValue": "1001", "distanceUnit": "kilometer"},
+            "Parameter 'costValue' is invalid: expected at most 1000 (kilometer)",
+        ),
+        (
+            {"date_time": "1900-12-31T23:59"},
+            "Parameter 'date_time' is invalid: expected a year from 1901 to 9999 (what the engine reads), got 1900",
+        ),
     ],
 )
 def test_bad_input_is_a_400_naming_the_parameter(client: TestClient, params: dict[str, Any], message: str) -> None:
@@ -136,6 +152,15 @@ def test_cost_value_is_read_in_the_request_unit(client: TestClient) -> None:
     kilometers = get(client, costType="distance", costValue="1.5", distanceUnit="kilometer").json()
     assert "timeUnit" not in meters and meters["distanceUnit"] == "meter"
     assert area(kilometers["geometry"]) == pytest.approx(area(meters["geometry"]), rel=0.01)
+
+
+def test_a_cost_value_given_twice_is_one_contour_answered_twice(client: TestClient) -> None:
+    # Was a 400 ("expected distinct values") that the document could not describe (found by schemathesis).
+    body = get(client, costValue="60|120|60").json()
+    values = [c["costValue"] for c in body["contours"]]
+    assert values == [60, 120, 60]
+    assert body["contours"][0]["geometry"] == body["contours"][2]["geometry"] != body["contours"][1]["geometry"]
+    assert client.post(ISOCHRONE, json={**BASE, "costValue": [1.0, 1.0, 1.0, 1.0]}).status_code == 200
 
 
 def test_larger_cost_values_reach_larger_areas(client: TestClient) -> None:
@@ -222,3 +247,34 @@ def test_capabilities_describe_the_valhalla_resource(client: TestClient) -> None
     isochrone = next(op for op in capabilities["operations"] if op["id"] == "isochrone")
     cost_value = next(p for p in isochrone["parameters"] if p["name"] == "costValue")
     assert "nested polygons" in cost_value["description"]
+
+
+def test_the_document_gives_the_largest_cost_value_in_each_unit(client: TestClient) -> None:
+    # Valhalla's service limits (valhalla.json: 600 minutes, 1000 km) in the unit asked, below the resource's max (50000).
+    document = client.get("/simple/1.0.0/openapi.json").json()
+    schemas = document["components"]["schemas"]
+
+    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+        return schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
+
+    def const(schema: dict[str, Any]) -> Any:
+        return schema["const"] if "const" in schema else schema["anyOf"][0]["const"]  # fixed, or fixed and optional
+
+    body = resolve(document["paths"]["/isochrone"]["post"]["requestBody"]["content"]["application/json"]["schema"])
+    largest: dict[tuple[str, str], set[float]] = {}
+    for variant in body["anyOf"]:
+        properties = variant["properties"]
+        cost_type = const(properties["costType"])
+        unit = const(properties["timeUnit" if cost_type == "time" else "distanceUnit"])
+        value = resolve(properties["costValue"])
+        numbers = [s.get("items", s) for s in value["anyOf"] if s.get("type") in ("number", "integer", "array")]
+        largest.setdefault((cost_type, unit), set()).update(n["maximum"] for n in numbers)
+    assert largest == {
+        ("time", "hour"): {10},
+        ("time", "minute"): {600},
+        ("time", "second"): {36000},
+        ("distance", "meter"): {50000},
+        ("distance", "kilometer"): {1000},
+    }
+    route = json.dumps(document["paths"]["/route"]) + json.dumps(schemas)
+    assert "190[1-9]" in route, "date_time: the years Valhalla reads (1901 to 9999)"

@@ -22,7 +22,7 @@ from roadkit.config import ManagedService, ServerConfig, load_server, load_servi
 from roadkit.config.files import read_document
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
 from roadkit.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns
-from roadkit.listen import ListeningSockets, SocketServer
+from roadkit.listen import ListeningSockets, Rebind, SocketServer
 from roadkit.plugins import Plugins
 from roadkit.servers import Server
 from roadkit.service import Service
@@ -41,6 +41,8 @@ class ServiceHandle(Protocol):
     id: str
     managed: ManagedService
     lifecycle: Lifecycle
+    #: Why the last start or restart failed ("" after a good one).
+    error: str
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
@@ -105,21 +107,24 @@ class InProcessService:
         self.starts += 1
         if self.service is not None:
             self.lifecycle = Lifecycle.RESTARTING
+        rebind: Rebind | None = None
         try:
             config = load_service(self.managed.configuration, cors=self.cors)
             self.loading = Service(config, self.plugins, id=self.id)
             await asyncio.wait_for(self.loading.start(), self.managed.startup_timeout)
-            stale = self.sockets.update(config.listeners)
+            rebind = self.sockets.update(config.listeners)
             app = create_app(self.loading, manage_lifecycle=False)
             server = SocketServer(
                 app,
-                [(listener, self.sockets.sockets[listener.bind]) for listener in config.listeners],
+                [(listener, rebind.sockets[listener.bind]) for listener in config.listeners],
                 access_log=self.access_log,
                 graceful_timeout=self.managed.stop_timeout,
                 http_server=config.http.server,
             )
             await server.start()
         except Exception as exc:
+            if rebind is not None:
+                rebind.rollback()  # the running server keeps its sockets: a later restart binds nothing twice
             self.error = exc.message if isinstance(exc, RoadkitError) else (str(exc) or type(exc).__name__)
             if isinstance(exc, TimeoutError):
                 self.error = f"not ready after {self.managed.startup_timeout:g} s (startup_timeout)"
@@ -129,6 +134,7 @@ class InProcessService:
             self.loading = None
             self.lifecycle = Lifecycle.READY if self.service is not None else Lifecycle.FAILED
             return False
+        stale = rebind.commit()
         old_server, old_service = self.server, self.service
         self.service, self.server, self.loading = self.loading, server, None
         self.lifecycle, self.error = Lifecycle.READY, ""

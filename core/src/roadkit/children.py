@@ -36,7 +36,7 @@ from roadkit.config.files import read_document
 from roadkit.config.models import ServiceConfig, usable_cores
 from roadkit.errors import ConfigurationError, RoadkitError
 from roadkit.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns, describe_exit
-from roadkit.listen import ListeningSockets
+from roadkit.listen import ListeningSockets, Rebind
 from roadkit.plugins import Plugins
 from roadkit.service import Service
 
@@ -210,15 +210,20 @@ class WorkerProcess:
         self.slot = None
 
     async def request(self, op: str, args: dict[str, Any] | None = None, *, timeout: float = HEALTH_TIMEOUT) -> Any:
-        """Ask the worker; its answer, or the RoadkitError it sent, or TimeoutError / ChannelClosed."""
+        """Ask the worker; its answer, or the RoadkitError it sent, or TimeoutError / ChannelClosed.
+
+        ``timeout`` bounds the whole exchange, the send included: a worker that stops reading its
+        channel (frozen, or stuck in a blocking call) fills the socket's buffer, and a send then waits.
+        """
         if self.channel is None or not self.alive:
             raise ChannelClosed(f"{self.name} is not running")
         rid = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
-            await self.channel.send({"id": rid, "op": op, "args": args or {}})
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                await self.channel.send({"id": rid, "op": op, "args": args or {}})
+                return await future
         finally:
             self._pending.pop(rid, None)
 
@@ -331,24 +336,31 @@ class ChildProcessService:
         """Check the file, bind the listeners, start a full generation, then retire the old one."""
         self.starts += 1
         old = self.workers
+        rebind: Rebind | None = None
         try:
             # Every configuration problem before any process starts; off the loop, the admin API keeps answering.
             config = await asyncio.to_thread(self._check)
-            stale = self.sockets.update(config.listeners)
-            new = await self._generation(range(self.worker_count))
-        except WorkerCrashed as exc:
+            rebind = self.sockets.update(config.listeners)
+            new = await self._generation(range(self.worker_count), rebind.fds())
+        except (RoadkitError, OSError, TimeoutError) as exc:
+            # The old generation (if any) keeps its sockets: a later restart binds nothing twice.
+            if rebind is not None:
+                rebind.rollback()
             serving = any(w.alive for w in old)
-            self._failed(exc.message, serving=serving)
-            if not serving:  # a crash loop at start is retried after its back-off
+            self._failed(exc.message if isinstance(exc, RoadkitError) else str(exc), serving=serving)
+            if isinstance(exc, WorkerCrashed) and not serving:  # a crash loop at start is retried after its back-off
                 self.lifecycle = Lifecycle.RECOVERING
                 self._schedule_recovery()
             return False
-        except (RoadkitError, OSError, TimeoutError) as exc:
-            self._failed(exc.message if isinstance(exc, RoadkitError) else str(exc), serving=any(w.alive for w in old))
-            return False
+        except BaseException:
+            if rebind is not None:
+                rebind.rollback()
+            raise
         if self.lifecycle in (Lifecycle.STOPPING, Lifecycle.STOPPED):
+            rebind.rollback()
             await asyncio.gather(*(worker.stop(self.managed.stop_timeout + 5) for worker in new))
             return False
+        stale = rebind.commit()
         self.workers = new
         self.lifecycle, self.error = Lifecycle.READY, ""
         log.info(
@@ -377,13 +389,13 @@ class ChildProcessService:
         else:
             self.lifecycle = Lifecycle.FAILED
 
-    async def _generation(self, indexes: range | list[int]) -> list[WorkerProcess]:
-        """Start workers and wait until all are ready; the first failure (or the time-out) fails all at once."""
+    async def _generation(self, indexes: range | list[int], listeners: dict[str, int]) -> list[WorkerProcess]:
+        """Start workers on ``listeners`` (address: fd) and wait until all are ready; the first failure (or the time-out) fails all."""
         workers = [WorkerProcess(self, index) for index in indexes]
         self.starting = workers
         try:
             for worker in workers:
-                await worker.spawn(self.sockets.fds())
+                await worker.spawn(listeners)
                 self.process_starts += 1
             done, pending = await asyncio.wait(
                 [w.ready for w in workers], timeout=self.managed.startup_timeout, return_when=asyncio.FIRST_EXCEPTION
@@ -474,7 +486,7 @@ class ChildProcessService:
                     return
                 self.starts += 1
                 try:
-                    new = await self._generation(missing)
+                    new = await self._generation(missing, self.sockets.fds())
                 except WorkerCrashed as exc:
                     self.error = exc.message
                     log.error("service %s: automatic restart failed: %s", self.id, exc.message)

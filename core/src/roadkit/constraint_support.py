@@ -15,9 +15,11 @@ from typing import Any
 
 import attrs
 
+from roadkit.config.models import ResourceConfig
 from roadkit.errors import ParameterInvalid
 from roadkit.model import Constraint
-from roadkit.parameters import ConstraintKey, ConstraintParameter, Parameter
+from roadkit.operations import OPERATIONS
+from roadkit.parameters import ConstraintKey, ConstraintParameter, Parameter, build_parameter
 from roadkit.source import Source
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,25 @@ def check_constraint_types(parameter: ConstraintParameter, sources: Sequence[Sou
                         f"{source.id!r} ({source.kind}): {reason}"
                     )
                     break
+
+
+def wanted_bans(config: ResourceConfig, source: Source) -> list[tuple[list[str], int]]:
+    """``(fields, most)`` of each operation of a resource file that bans values of ``source``'s fields.
+
+    What :meth:`Source.learn_bans` is asked before the resource is built (problems in the file are
+    reported by the build, not here).
+    """
+    wanted: list[tuple[list[str], int]] = []
+    for op, settings in config.operations.items():
+        spec = next((s for s in OPERATIONS.get(op, ()) if s.name == "constraints"), None)
+        if spec is None or not isinstance(settings, dict) or not isinstance(settings.get("constraints"), dict):
+            continue
+        parameter = build_parameter(spec, settings["constraints"], None, "", [], type(source).constraint_key_types)
+        if isinstance(parameter, ConstraintParameter):
+            fields = sorted({field for _, _, field in _banned_pairs(parameter.keys)})
+            if fields:
+                wanted.append((fields, parameter.spec.max))
+    return wanted
 
 
 def learn_bans(parameter: ConstraintParameter, sources: Sequence[Source], where: str) -> ConstraintParameter:

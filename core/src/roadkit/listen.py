@@ -37,6 +37,7 @@ from starlette.types import ASGIApp
 from roadkit.accept import NOT_ACCEPTING, Acceptor, Share
 from roadkit.config.models import Listener
 from roadkit.servers import Draining
+from roadkit_support.serving import ACCESS_LOG_FORMAT
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +70,52 @@ def _nonblocking_copy(sock: socket.socket) -> socket.socket:
     return copy
 
 
+class Rebind:
+    """The sockets of a new configuration's listeners while it starts: those bound already, and new ones.
+
+    ``commit`` once the new configuration serves: the new sockets join the kept ones, and the sockets
+    no longer listed are returned (closed by the caller once the workers that used them stopped).
+    ``rollback`` when it does not start: the new sockets close, the serving ones stay as they were.
+    """
+
+    def __init__(self, owner: ListeningSockets, wanted: Iterable[str], new: dict[str, socket.socket]) -> None:
+        self.owner = owner
+        self.wanted = list(wanted)
+        self.new = new
+
+    @property
+    def sockets(self) -> dict[str, socket.socket]:
+        """The new configuration's sockets by address."""
+        return {bind: self.new.get(bind) or self.owner.sockets[bind] for bind in self.wanted}
+
+    def fds(self) -> dict[str, int]:
+        """``{"127.0.0.1:8080": fd}`` of the new configuration: what its worker processes inherit."""
+        return {bind: sock.fileno() for bind, sock in self.sockets.items()}
+
+    def commit(self) -> list[socket.socket]:
+        """The new configuration serves: keep its sockets; return those no longer listed."""
+        self.owner.sockets.update(self.new)
+        self.new = {}
+        return [self.owner.sockets.pop(bind) for bind in list(self.owner.sockets) if bind not in self.wanted]
+
+    def rollback(self) -> None:
+        """The new configuration did not start: close its new sockets (the serving ones stay)."""
+        for sock in self.new.values():
+            sock.close()
+        self.new = {}
+
+
 class ListeningSockets:
     """The bound sockets of a service's listeners, by address; kept until the service stops."""
 
     def __init__(self) -> None:
         self.sockets: dict[str, socket.socket] = {}
 
-    def update(self, listeners: Iterable[Listener]) -> list[socket.socket]:
-        """Bind the listeners not bound yet (all or nothing); return the sockets no longer listed.
+    def update(self, listeners: Iterable[Listener]) -> Rebind:
+        """Bind the listeners not bound yet (all or nothing); the Rebind to commit or roll back.
 
-        The caller closes the returned sockets once the workers that used them have stopped.
+        Until then the sockets the running workers accept on stay as they are, so a configuration
+        that fails to start leaves the service serving on them (and can be restarted on them).
         """
         wanted = {listener.bind: listener for listener in listeners}
         new: dict[str, socket.socket] = {}
@@ -90,8 +127,7 @@ class ListeningSockets:
             for sock in new.values():
                 sock.close()
             raise
-        self.sockets.update(new)
-        return [self.sockets.pop(bind) for bind in list(self.sockets) if bind not in wanted]
+        return Rebind(self, wanted, new)
 
     def fds(self) -> dict[str, int]:
         """``{"127.0.0.1:8080": fd}``: what a worker process inherits."""
@@ -106,8 +142,6 @@ class ListeningSockets:
 
 def server_config(listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0) -> Config:
     """The hypercorn settings of a service's HTTP server (certificates are per listener, see SocketServer)."""
-    from roadkit.serving_helpers import ACCESS_LOG_FORMAT
-
     config = Config()
     config.accesslog = logging.getLogger("roadkit.access") if access_log else None
     config.access_log_format = ACCESS_LOG_FORMAT
@@ -173,7 +207,17 @@ class SocketServer:
             self.share.publish(self._open())
 
     async def start(self) -> None:
-        """Run the app's start-up, then accept on every socket."""
+        """Run the app's start-up, then accept on every socket; on failure, undo what started (copies closed)."""
+        try:
+            await self._start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.stop()
+            for _, sock in self._bound:
+                sock.close()
+            raise
+
+    async def _start(self) -> None:
         loop = asyncio.get_running_loop()
         factory: Callable[[], asyncio.BaseProtocol]
         if self.http_server == "uvicorn":
@@ -221,7 +265,12 @@ class SocketServer:
             return None
         config = copy.copy(self.config)
         config.certfile, config.keyfile = str(listener.certfile), str(listener.keyfile)
-        return config.create_ssl_context()
+        try:
+            return config.create_ssl_context()
+        except ssl.SSLError as exc:
+            raise OSError(
+                f"{listener.bind}: can't load the certificate {listener.certfile} with the key {listener.keyfile}: {exc}"
+            ) from None
 
     async def stop(self) -> None:
         """Stop accepting, let just-accepted connections send their request, finish what is in flight."""

@@ -8,16 +8,19 @@ reloaded or stopped. A request that fails a check writes nothing and starts noth
 
 from __future__ import annotations
 
+import contextlib
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from roadkit.config.loader import load_service, parse_server, parse_service
+from roadkit.config.loader import load_service, managed_service, parse_server, parse_service
 from roadkit.config.models import Listener, ManagedService, ServerConfig
 from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, null_problems
-from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound
+from roadkit.errors import BadRequest, ConfigurationError, Conflict, RoadkitError
+from roadkit.lifecycle import Lifecycle
 from roadkit.publication import ID_EXPECTED, is_safe_id
 
 if TYPE_CHECKING:
@@ -90,6 +93,21 @@ def _ports(
                 problems.append(f"{where}: listeners[{i}].port: port {listener.port} is already used by service {sid!r}")
 
 
+def _entry_conflicts(current: ManagedService, changes: dict[str, Any], path: Path, key: str, problems: list[str]) -> list[str]:
+    """Why valid ``changes`` to a service's entry do not fit the entry as it is now, told so that the client can fix its request."""
+    if "workers" not in changes and changes.get("mode") == "same-process":
+        return [
+            f"{path}: {key}.workers: service {current.id!r} runs workers = {current.workers!r} (child processes), and "
+            'mode = "same-process" runs one worker: send workers = 1 with it'
+        ]
+    if "mode" not in changes and current.mode == "same-process":
+        return [
+            f'{path}: {key}.mode: service {current.id!r} runs in the administrator\'s process (mode = "same-process"), with one '
+            f'worker: send mode = "child-process" with workers = {changes.get("workers")!r}'
+        ]
+    return problems
+
+
 class Management:
     """The checks and writes behind ``POST``, ``PUT`` and ``DELETE /services[/{id}]``."""
 
@@ -111,20 +129,46 @@ class Management:
                 continue  # a broken service file is its own service's problem
         return listeners
 
-    def _plan(self, sid: str, body: dict[str, Any], problems: list[str], *, service_file: Path, editor: ServerFileEditor | None) -> Plan:
+    def _server(self, editor: ServerFileEditor | None, entry_problems: list[str], conflicts: list[str]) -> ServerConfig | None:
+        """The server file as it will be: the current one, or the edited one when the entry is valid.
+
+        Once the request's entry is valid (``entry_problems`` empty), a problem left in the edited
+        file is the file's own (changed by hand since the start): a conflict, not the request's fault.
+        """
+        if editor is None:
+            return self.config
+        if entry_problems or conflicts:
+            return None
+        try:
+            return parse_server(editor.data(), self.config.path)
+        except ConfigurationError as exc:
+            conflicts.extend(f"{problem} (fix the server file first)" for problem in exc.problems)
+            return None
+
+    def _plan(
+        self,
+        sid: str,
+        body: dict[str, Any],
+        problems: list[str],
+        *,
+        service_file: Path,
+        editor: ServerFileEditor | None,
+        entry_problems: list[str],
+        conflicts: list[str],
+    ) -> Plan:
+        """Check the service document and the server file as edited: a Plan, or 400 (problems) / 409 (conflicts alone)."""
         configuration = body.get("configuration")
         folders: list[Path] = []
         service = None
-        missing: list[str] = []
+        problems.extend(entry_problems)
         if isinstance(configuration, dict):
             try:
                 service = parse_service(configuration, service_file, cors=self.config.administrator.cors, missing_folders=folders)
             except ConfigurationError as exc:
                 problems.extend(p for p in exc.problems if not _missing_on_server(p, service_file))
-                missing = [p for p in exc.problems if _missing_on_server(p, service_file)]
+                conflicts.extend(p for p in exc.problems if _missing_on_server(p, service_file))
         # Ports taken by another service or the administrator: a valid document that conflicts with
         # what runs now (409), told apart from an invalid one (400).
-        conflicts: list[str] = list(missing)
         if service is not None:
             _ports(service.listeners, self._other_listeners(sid), self.config.administrator.listener, service_file, conflicts)
             available = self.admin.plugins.apis()
@@ -137,15 +181,10 @@ class Management:
             text = dump_toml(configuration)
             if tomllib.loads(text) != configuration:
                 problems.append(f"{service_file}: (top level): can't be stored as TOML without changing it")
-        server = self.config if editor is None else None  # no server-file change: the server file stays as it is
-        if editor is not None:
-            try:
-                server = parse_server(editor.data(), self.config.path)
-            except ConfigurationError as exc:
-                problems.extend(exc.problems)
-        if problems or server is None:
+        server = self._server(editor, entry_problems, conflicts)
+        if problems:
             raise ConfigurationError(problems + conflicts)
-        if conflicts:
+        if conflicts or server is None:
             raise Conflict("\n".join(conflicts))
         managed = next(m for m in server.services if m.id == sid)
         self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
@@ -191,13 +230,31 @@ class Management:
         }
         editor = ServerFileEditor(self.config.path)
         editor.add_service(entry)
-        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
+        entry_problems = managed_service(entry, self.config.path, f"services[{editor.index(sid)}]")[1]
+        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor, entry_problems=entry_problems, conflicts=[])
+        previous_server = self.config.path.read_text(encoding="utf-8")
+        new_folders = {p for folder in plan.folders for p in (folder, *folder.parents) if not p.exists()}
         self._write(plan)
         handle = self.admin.new_handle(plan.managed)
         self.admin.handles[sid] = handle
-        self.admin.config = attrs.evolve(self.config, services=(*self.config.services, plan.managed))
+        before = self.config
+        self.admin.config = attrs.evolve(before, services=(*before.services, plan.managed))
         await handle.start()
-        return handle
+        if handle.lifecycle is Lifecycle.READY:
+            return handle
+        # A service that does not start (a port another program holds, its start-up time-out...) is
+        # not created: no failed service left in the server file, nor in the administrator's health.
+        reason = handle.error
+        await handle.stop()
+        if self.admin.handles.get(sid) is handle:
+            del self.admin.handles[sid]
+        self.admin.config = attrs.evolve(self.config, services=tuple(m for m in self.config.services if m.id != sid))
+        atomic_write(self.config.path, previous_server)
+        plan.service_file.unlink(missing_ok=True)
+        for folder in sorted(new_folders, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # created for it, and still empty
+        raise RoadkitError(f"Service {sid} can't start ({reason}): nothing was created", code="start_failed", status=503)
 
     async def modify(self, sid: str, body: Any) -> ServiceHandle:
         """``PUT /services/{id}``: check, replace the service file (and entry), then reload the service."""
@@ -208,43 +265,95 @@ class Management:
             problems.append(f"{service_file}: id: expected {sid!r} (the id in the URL), got {data['id']!r}")
         changes = {k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None}
         editor = None
+        entry_problems: list[str] = []
+        conflicts: list[str] = []
         if changes:
             editor = ServerFileEditor(self.config.path)
+            try:
+                key = f"services[{editor.index(sid)}]"
+                current = editor.entry(sid)
+            except KeyError:
+                raise Conflict(f"{self.config.path}: services: service {sid!r} is no longer listed (fix the server file first)") from None
+            # The request's keys alone (what it says of the service), then merged with the entry as it is now.
+            entry_problems = managed_service({**current, **changes, "id": sid}, self.config.path, key)[1]
+            if (
+                entry_problems
+                and not managed_service({"id": sid, "configuration": current.get("configuration"), **changes}, self.config.path, key)[1]
+            ):
+                conflicts.extend(_entry_conflicts(handle.managed, changes, self.config.path, key, entry_problems))
+                entry_problems = []
             editor.update_service(sid, changes)
-        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor)
+        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor, entry_problems=entry_problems, conflicts=conflicts)
         previous_text = service_file.read_text(encoding="utf-8") if service_file.exists() else None
         previous_server = self.config.path.read_text(encoding="utf-8")
+
+        def restore_files() -> None:
+            # The service keeps (or gets back) its previous configuration: so do the files.
+            if previous_text is not None:
+                atomic_write(service_file, previous_text)
+            atomic_write(self.config.path, previous_server)
+
         self._write(plan)
         services = tuple(plan.managed if m.id == sid else m for m in self.config.services)
-        if plan.managed == handle.managed:
+        previous = handle.managed
+        if plan.managed.mode == previous.mode:
+            # The same kind of handle: its workers (their number, their start-up time-out) are replaced
+            # by a reload, the old ones serving until the new ones are ready.
+            handle.managed = plan.managed
             try:
                 await handle.reload()
             except Exception:
-                # The service keeps its previous configuration: so do the files.
-                if previous_text is not None:
-                    atomic_write(service_file, previous_text)
-                atomic_write(self.config.path, previous_server)
+                handle.managed = previous
+                restore_files()
                 raise
             self.admin.config = attrs.evolve(self.config, services=services)
             return handle
-        # Where or how it runs changed: the old handle stops, a new one starts.
+        return await self._move(handle, plan.managed, services, restore_files)
+
+    async def _move(
+        self, handle: ServiceHandle, managed: ManagedService, services: tuple[ManagedService, ...], restore_files: Callable[[], None]
+    ) -> ServiceHandle:
+        """A service moved between the administrator's process and child processes: the old handle stops, a new one starts.
+
+        Both would listen on the same ports, so there is a gap. A new handle that does not come up
+        is stopped and the previous configuration started again (files included): a 503.
+        """
         await handle.stop()
-        new = self.admin.new_handle(plan.managed)
-        self.admin.handles[sid] = new
-        self.admin.config = attrs.evolve(self.config, services=services)
+        new = self.admin.new_handle(managed)
+        self.admin.handles[handle.id] = new
         await new.start()
-        return new
+        if new.lifecycle is Lifecycle.READY:
+            self.admin.config = attrs.evolve(self.config, services=services)
+            return new
+        reason = new.error
+        await new.stop()
+        restore_files()
+        back = self.admin.new_handle(handle.managed)
+        self.admin.handles[handle.id] = back
+        await back.start()
+        raise RoadkitError(
+            f"Service {handle.id} can't start with its new configuration ({reason}); the previous configuration "
+            f"was restored and started again ({back.lifecycle})",
+            code="reload_failed",
+            status=503,
+        )
 
     async def delete(self, sid: str) -> None:
         """``DELETE /services/{id}``: stop the service, take it out of the server file (its files stay)."""
         handle = self.admin.handle(sid)
         editor = ServerFileEditor(self.config.path)
+        listed = True
         try:
             editor.remove_service(sid)
         except KeyError:
-            raise NotFound(f"Can't find service {sid} in {self.config.path}") from None
-        parse_server(editor.data(), self.config.path)
+            listed = False  # taken out of the file by hand since: only the running service is left to stop
+        if listed:
+            try:
+                parse_server(editor.data(), self.config.path)
+            except ConfigurationError as exc:
+                raise Conflict("\n".join(f"{problem} (fix the server file first)" for problem in exc.problems)) from None
         await handle.stop()
-        editor.save()
+        if listed:
+            editor.save()
         del self.admin.handles[sid]
         self.admin.config = attrs.evolve(self.config, services=tuple(m for m in self.config.services if m.id != sid))

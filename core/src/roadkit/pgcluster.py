@@ -24,7 +24,7 @@ from pathlib import Path
 
 import attrs
 
-from roadkit.serving_helpers import bound_socket
+from roadkit_support.serving import bound_socket
 
 
 class ClusterError(RuntimeError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
@@ -60,11 +61,35 @@ def _raise(problems: list[str], conflicts: list[str]) -> None:
         raise Conflict("\n".join(conflicts))
 
 
+def _parsed[C](
+    parse: Callable[[dict[str, Any], Path], C], data: dict[str, Any], where: Path, problems: list[str], conflicts: list[str]
+) -> C:
+    """``parse(data, where)``, once the document has no problem so far; a 400 with every problem (and conflict) otherwise."""
+    if problems:
+        raise ConfigurationError(problems + conflicts)
+    try:
+        return parse(data, where)
+    except ConfigurationError as exc:
+        raise ConfigurationError([*exc.problems, *conflicts]) from None
+
+
+def _stored(path: Path) -> dict[str, Any]:
+    """A stored document; one that can no longer be read (changed by hand meanwhile) is a conflict, not the request's fault."""
+    try:
+        return read_document(path)
+    except ConfigurationError as exc:
+        raise Conflict("\n".join(exc.problems)) from None
+
+
 class ServiceFiles:
     """The source and resource files of one service, from its service file's folders."""
 
     def __init__(self, service_file: Path, plugins: Plugins) -> None:
-        self.config: ServiceConfig = load_service(service_file)
+        try:
+            self.config: ServiceConfig = load_service(service_file)
+        except ConfigurationError as exc:
+            # Whatever the request, the service's own file (changed by hand since) is in the way: 409.
+            raise Conflict("\n".join(f"{problem} (fix the service file first)" for problem in exc.problems)) from None
         self.plugins = plugins
 
     def _configs(self, kind: Kind) -> list[Any]:
@@ -85,26 +110,30 @@ class ServiceFiles:
 
     def documents(self, kind: Kind) -> list[dict[str, Any]]:
         """Every document of that kind as stored (the folders are read once)."""
-        return [read_document(c.path) for c in self._configs(kind)]
+        return [_stored(c.path) for c in self._configs(kind)]
 
     def document(self, kind: Kind, oid: str) -> dict[str, Any]:
         """The document of ``oid`` as stored (404 when no file defines it)."""
         path = self.find(kind, oid)
         if path is None:
             raise NotFound(f"Can't find {kind} {oid}")
-        return read_document(path)
+        return _stored(path)
 
-    def _target(self, kind: Kind, oid: str, problems: list[str]) -> tuple[Path, bool]:
+    def _target(self, kind: Kind, oid: str, conflicts: list[str]) -> tuple[Path, bool]:
+        """The file to write for ``oid`` and whether it is new; what the service's folders do not allow is a conflict."""
         existing = self.find(kind, oid)
         if existing is not None:
             return existing, False
         folders = self._folders(kind)
         if not folders:
-            problems.append(f"{self.config.path}: folders.{kind}s: the service has no {kind}s folder to publish into")
+            conflicts.append(
+                f"{self.config.path}: folders.{kind}s: the service has no {kind}s folder to publish into "
+                f"(give it one with PUT /services/{{id}} first)"
+            )
             return self.config.path.parent / f"{oid}.{kind}", True
         path = folders[0] / f"{oid}.{kind}"
         if path.exists():
-            problems.append(f"{path}: id: this file exists and does not define {kind} {oid!r} (fix or remove it first)")
+            conflicts.append(f"{path}: id: this file exists and does not define {kind} {oid!r} (fix or remove it first)")
         return path, True
 
     def _with_id(self, kind: Kind, oid: str, body: Any, where: Path, problems: list[str]) -> dict[str, Any]:
@@ -127,21 +156,19 @@ class ServiceFiles:
 
     def check_source(self, sid: str, body: Any) -> tuple[Path, str, bool]:
         """Validate a source document; (file, TOML text, created) or a ConfigurationError with every problem."""
+        # A well-formed document that does not fit the service as it is now (its folders, its projections,
+        # the resources using this source) is a conflict (409), not an invalid document (400).
         problems: list[str] = []
-        path, created = self._target("source", sid, problems)
+        conflicts: list[str] = []
+        path, created = self._target("source", sid, conflicts)
         data = self._with_id("source", sid, body, path, problems)
-        if problems:
-            raise ConfigurationError(problems)
-        config = parse_source(data, path)
+        config = _parsed(parse_source, data, path, problems, conflicts)
         kinds = self.plugins.source_kinds()
         cls = kinds.get(config.type)
         if cls is None:
             problems.append(
                 f"{path}: type: no installed plugin provides source kind {config.type!r} (installed: {', '.join(sorted(kinds)) or 'none'})"
             )
-        # A well-formed document that does not fit the service as it is now (its projections, the
-        # resources using this source) is a conflict (409), not an invalid document (400).
-        conflicts: list[str] = []
         projections = self._projections(problems)
         if projections is not None and config.projection not in projections:
             conflicts.append(f"{path}: projection: unknown projection {config.projection!r} (known: {', '.join(projections.ids())})")
@@ -181,14 +208,12 @@ class ServiceFiles:
     def check_resource(self, rid: str, body: Any) -> tuple[Path, str, bool]:
         """Validate a resource document against the service's sources; (file, TOML text, created)."""
         problems: list[str] = []
-        path, created = self._target("resource", rid, problems)
+        conflicts: list[str] = []  # no folder to publish into, sources the service does not have (yet) or of another type: 409
+        path, created = self._target("resource", rid, conflicts)
         data = self._with_id("resource", rid, body, path, problems)
-        if problems:
-            raise ConfigurationError(problems)
-        config: ResourceConfig = parse_resource(data, path)
+        config: ResourceConfig = _parsed(parse_resource, data, path, problems, conflicts)
         declared: dict[str, SourceConfig] = {c.id: c for c in self._configs("source")}
         kinds = self.plugins.source_kinds()
-        conflicts: list[str] = []  # sources the service does not have (yet) or of another type: 409
         for i, sid in enumerate(config.sources):
             source = declared.get(sid)
             if source is None:

@@ -17,9 +17,6 @@ import contextlib
 import itertools
 import logging
 import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -275,24 +272,6 @@ class EngineServers:
         self._on_change(self.up, "" if self.up else f"no engine server answers: {self.reason()}")
 
     # -- requests -------------------------------------------------------------------------------
-
-    def get_blocking(self, path: str, params: Mapping[str, str]) -> Answer | None:
-        """One GET on the first server up, blocking; None when none answers.
-
-        For the few synchronous questions the core asks a connected source while it builds the
-        resources (which ban combinations a dataset applies). urllib honours the same proxy
-        variables as the session.
-        """
-        for server in [s for s in self.servers if s.up]:
-            url = f"{server.url}{path}?{urllib.parse.urlencode(params)}"
-            try:
-                with urllib.request.urlopen(url, timeout=self.settings.health_timeout, context=self._ssl) as response:
-                    return Answer(response.status, response.read(), server.url)
-            except urllib.error.HTTPError as exc:
-                return Answer(exc.code, exc.read(), server.url)
-            except OSError:
-                continue
-        return None
 
     def _candidates(self) -> list[Server]:
         """The servers that answer, starting with the next one in turn."""

@@ -5,7 +5,7 @@ same listeners, certificates, shared sockets and graceful stop, faster (bench/RE
 figures). A service file picks one with ``[http] server = "..."``.
 
 The helpers the apps, tests and tools use (an app on a pre-bound socket, in a thread, waiting until
-it answers) are in :mod:`roadkit.serving_helpers`.
+it answers) are in :mod:`roadkit_support.serving`.
 """
 
 from __future__ import annotations

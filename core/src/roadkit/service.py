@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from roadkit.config.loader import read_resources, read_sources
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
+from roadkit.constraint_support import wanted_bans
 from roadkit.errors import ConfigurationError, NotFound, RoadkitError
 from roadkit.plugins import Plugins
 from roadkit.projections import ProjectionRegistry
@@ -114,6 +115,7 @@ class Service:
                 self.load()
                 await asyncio.gather(*(self._connect(source) for source in self.sources.values()))
                 available = {sid: s for sid, s in self.sources.items() if s.state is SourceState.GREEN}
+                await self._learn_bans(self._resource_configs, available)
                 problems: list[str] = []
                 resources: dict[str, Resource] = {}
                 for config in self._resource_configs:
@@ -184,7 +186,7 @@ class Service:
         async with self._changes:
             self._reconnections.pop(source.id, None)
             if self.sources.get(source.id) is source and self.state == "ready":
-                self._rebuild_resources(lambda c: source.id in c.sources)
+                await self._rebuild_resources(lambda c: source.id in c.sources)
 
     async def stop(self, *, final_state: str = "stopped") -> None:
         """Disconnect every source (also those replaced or removed and still finishing requests)."""
@@ -261,7 +263,7 @@ class Service:
             await self._connect(source)
             old = self.sources.get(sid)
             self.sources[sid] = source
-            self._rebuild_resources(lambda c: sid in c.sources)
+            await self._rebuild_resources(lambda c: sid in c.sources)
             if old is not None:
                 self._retire(old)
             log.info("service %s: source %s published (%s)", self.id, sid, source.state)
@@ -270,7 +272,7 @@ class Service:
         """Take source ``sid`` out: its resources are rebuilt without it, then it is disconnected."""
         async with self._changes:
             old = self.sources.pop(sid, None)
-            self._rebuild_resources(lambda c: sid in c.sources)
+            await self._rebuild_resources(lambda c: sid in c.sources)
             if old is not None:
                 self._retire(old)
             log.info("service %s: source %s removed", self.id, sid)
@@ -285,7 +287,7 @@ class Service:
             previous = self._resource_configs
             self._resource_configs = [c for c in previous if c.id != rid] + [config]
             try:
-                self._rebuild_resources(lambda c: c.id == rid, strict=True)
+                await self._rebuild_resources(lambda c: c.id == rid, strict=True)
             except ConfigurationError:
                 self._resource_configs = previous  # the resource served before (if any) stays as it was
                 raise
@@ -298,11 +300,24 @@ class Service:
             self.resources.pop(rid, None)
             log.info("service %s: resource %s removed", self.id, rid)
 
-    def _rebuild_resources(self, which: Callable[[ResourceConfig], bool], *, strict: bool = False) -> None:
+    async def _learn_bans(self, configs: Iterable[ResourceConfig], available: Mapping[str, Source]) -> None:
+        """What each available source bans together, for the resources about to be built (asked asynchronously)."""
+        for config in configs:
+            for sid in config.sources:
+                source = available.get(sid)
+                if source is None:
+                    continue
+                for fields, most in wanted_bans(config, source):
+                    try:
+                        await source.learn_bans(fields, most)
+                    except Exception:  # not learnt: supported_bans answers what it knows, requests are still checked by the engine
+                        log.exception("source %s: can't learn which values it bans together", source.id)
+
+    async def _rebuild_resources(self, which: Callable[[ResourceConfig], bool], *, strict: bool = False) -> None:
         available = {sid: s for sid, s in self.sources.items() if s.state is SourceState.GREEN}
-        for config in self._resource_configs:
-            if not which(config):
-                continue
+        configs = [config for config in self._resource_configs if which(config)]
+        await self._learn_bans(configs, available)
+        for config in configs:
             resource, problems = build_resource(config, available, self.projections, self.units)
             if problems:
                 if strict:

@@ -109,6 +109,9 @@ class Source:
     #: The constraint key types (``keyType`` of resource files) this kind applies, with their operators.
     #: A resource whose sources do not all declare a key's type refuses it in the configuration.
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {}
+    #: The years of a ``date_time`` the engine reads: a date outside is a 400 naming ``date_time``
+    #: (the simple API's document gives the same range).
+    date_time_years: ClassVar[tuple[int, int]] = (1000, 9999)
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         self.config = config
@@ -195,13 +198,31 @@ class Source:
         """
         return None
 
+    def isochrone_limit(self, cost_type: str) -> float | None:
+        """The largest isochrone the engine computes: seconds (``time``) or meters (``distance``); None: no limit.
+
+        Asked on a connected source. A larger ``costValue`` is a 400 naming it, and the simple API's
+        document gives the largest value in each unit.
+        """
+        return None
+
     def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
         """The sets of banned ``field`` values (at most ``most`` together) the engine applies at once.
 
         None (the default) when every combination works. Called on a connected source while its
-        resources are built: the capabilities advertise the result and other combinations are 400s.
+        resources are built, on the event loop: the capabilities advertise the result and other
+        combinations are 400s. A source that must ask its engine over the network learns the answer
+        in :meth:`learn_bans` first; here it only reads what it learnt.
         """
         return None
+
+    async def learn_bans(self, fields: Collection[str], most: int) -> None:
+        """Learn what :meth:`supported_bans` will answer for these fields (asynchronous I/O allowed).
+
+        Awaited on a connected source before the resources that ban these fields are built (at the
+        service's start, after a connection or a reconnection, when a resource is published). The
+        default learns nothing: ``supported_bans`` knows its answer without asking.
+        """
 
     async def connect(self) -> None:
         """Open the engine. Sets ``green`` on success; raises (and sets ``red``) on failure."""

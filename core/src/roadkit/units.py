@@ -97,6 +97,10 @@ class UnitRegistry:
             raise ParameterInvalid(parameter, problem)
         return value * self._units[name].factor
 
+    def largest(self, name: str, engine_limit: float, cost_type: str) -> float:
+        """The largest value in unit ``name`` within ``engine_limit`` seconds or meters (what a document may say too)."""
+        return engine_limit / self.to_engine(name, 1.0, cost_type)
+
     def from_engine(self, name: str, value: float) -> float | str:
         """Seconds or meters written in unit ``name`` (``standard``: ``HH:MM:SS``)."""
         if name == STANDARD:

@@ -9,8 +9,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from roadkit.serving_helpers import bound_socket, serve_all
-from roadkit.serving_helpers import socket_config as hypercorn_config
+from roadkit_support.serving import bound_socket, serve_all
+from roadkit_support.serving import socket_config as hypercorn_config
 
 from .backend import create_backend_app
 from .config import ConfigError, load_config

@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from roadkit.config.files import deep_merge
-from roadkit.serving_helpers import ServerThread, bound_socket
+from roadkit_support.serving import ServerThread, bound_socket
 
 from .backend import create_backend_app
 from .config import ClientConfig, config_from_mapping
@@ -111,7 +111,7 @@ def run_client(
 
     The database is a fresh SQLite file in a temporary folder unless ``config_overrides``
     sets ``backend.database`` or ``backend.postgres_dsn``. ``now`` replaces the backend's clock.
-    ``sockets``: (backend, app) sockets already bound (``roadkit.serving_helpers.bound_socket``), so that
+    ``sockets``: (backend, app) sockets already bound (``roadkit_support.serving.bound_socket``), so that
     nothing can take the ports between choosing them and serving (ports are then ignored).
     """
     backend_sock, app_sock = sockets or (bound_socket(host, backend_port), bound_socket(host, app_port))

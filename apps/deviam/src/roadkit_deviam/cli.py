@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from roadkit.serving_helpers import bound_socket, serve_all
-from roadkit.serving_helpers import socket_config as hypercorn_config
+from roadkit_support.serving import bound_socket, serve_all
+from roadkit_support.serving import socket_config as hypercorn_config
 
 from .app import create_app
 from .config import ConfigError, IamConfig, config_from_mapping, example_mapping, load_config

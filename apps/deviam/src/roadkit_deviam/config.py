@@ -17,8 +17,7 @@ import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
 
-from roadkit.config.files import deep_merge, read_document
-from roadkit.errors import ConfigurationError
+from roadkit_support.documents import DocumentError, deep_merge, read_document
 
 #: Namespace for the stable per-user subject identifiers (``sub``) derived from realm + username.
 _SUBJECT_NAMESPACE = uuid.UUID("0c9d6a52-5d3e-4b8e-9a57-6a4c2f7e4a10")
@@ -177,7 +176,7 @@ def load_config(path: str | Path, *, overrides: Mapping[str, Any] | None = None)
     file = Path(path)
     try:
         data = read_document(file)
-    except ConfigurationError as exc:
+    except DocumentError as exc:
         raise ConfigError(f"cannot read the configuration: {exc}") from None
     if overrides:
         data = deep_merge(data, overrides)

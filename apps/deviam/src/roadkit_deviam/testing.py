@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from roadkit.config.files import deep_merge
-from roadkit.serving_helpers import ServerThread, bound_socket
+from roadkit_support.documents import deep_merge
+from roadkit_support.serving import ServerThread, bound_socket
 
 from .app import create_app
 from .config import IamConfig, config_from_mapping, example_mapping

@@ -47,6 +47,19 @@ log = logging.getLogger(__name__)
 BBOX_REGEX = r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$"
 _BBOX = re.compile(BBOX_REGEX)
 _ROAD2_PARAMETER_IDS = {"bbox": "getBbox", "projection": "crs", "number": "nbPoints"}
+_HEX = "[0-9A-Fa-f]{1,4}"
+#: An IPv6 address in text form (RFC 4291 section 2.2, without an embedded IPv4 address or a zone).
+_IPV6 = "|".join(
+    [f"(?:{_HEX}:){{7}}{_HEX}", f"(?:{_HEX}:){{1,7}}:"]
+    + [f"(?:{_HEX}:){{1,{6 - k}}}(?::{_HEX}){{1,{k + 1}}}" for k in range(6)]
+    + [f":(?::{_HEX}){{1,7}}", "::"]
+)
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+#: A listener's host: an IPv4 address or a host name (RFC 1123 labels), or an IPv6 address.
+#: Also the admin OpenAPI ``pattern`` (with ``maxLength`` HOST_MAX_LENGTH).
+HOST_REGEX = f"^(?:{_IPV6}|(?:{_LABEL}\\.)*{_LABEL})$"
+HOST_MAX_LENGTH = 253
+_HOST = re.compile(HOST_REGEX)
 
 
 def _resolve_listener(base: Path, listener: Listener) -> Listener:
@@ -57,7 +70,14 @@ def _resolve_listener(base: Path, listener: Listener) -> Listener:
     )
 
 
+def valid_host(host: str) -> bool:
+    """Whether ``host`` can name a listening address: an IP address or a host name of at most 253 characters."""
+    return len(host) <= HOST_MAX_LENGTH and _HOST.fullmatch(host) is not None
+
+
 def _check_listener(path: Path, key: str, listener: Listener, problems: list[str]) -> None:
+    if not valid_host(listener.host):
+        problems.append(f"{path}: {key}.host: expected an IP address or a host name (0.0.0.0 for every interface), got {listener.host!r}")
     if not 0 < listener.port < 65536:
         problems.append(f"{path}: {key}.port: expected a port between 1 and 65535, got {listener.port}")
     if (listener.certfile is None) != (listener.keyfile is None):
@@ -102,21 +122,10 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
         services_data = []
     seen: dict[str, int] = {}
     for i, entry in enumerate(services_data):
-        try:
-            service = structure(entry, ManagedService, path, f"services[{i}]")
-        except ConfigurationError as exc:
-            problems.extend(exc.problems)
+        service, found = managed_service(entry, path, f"services[{i}]")
+        problems.extend(found)
+        if service is None:
             continue
-        if service.mode == "same-process" and service.workers != 1:
-            problems.append(f'{path}: services[{i}].workers: several workers need mode = "child-process" (got mode = "same-process")')
-        for key in ("startup_timeout", "stop_timeout"):
-            if getattr(service, key) <= 0:
-                problems.append(f"{path}: services[{i}].{key}: expected a positive number of seconds, got {getattr(service, key)!r}")
-        backoff = service.backoff
-        if backoff.initial <= 0 or backoff.factor < 1 or backoff.max < backoff.initial or backoff.reset_after < 0:
-            problems.append(
-                f"{path}: services[{i}].backoff: expected 0 < initial <= max, factor >= 1 and reset_after >= 0, got {attrs.asdict(backoff)}"
-            )
         if service.id in seen:
             problems.append(f"{path}: services[{i}].id: service id {service.id!r} is already used by services[{seen[service.id]}]")
         seen.setdefault(service.id, i)
@@ -137,6 +146,26 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
         administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth),
         services=tuple(services),
     )
+
+
+def managed_service(entry: Any, path: Path, key: str) -> tuple[ManagedService | None, list[str]]:
+    """A ``[[services]]`` entry of the server file at ``path`` and its problems (``key``: where it is in the file)."""
+    try:
+        service = structure(entry, ManagedService, path, key)
+    except ConfigurationError as exc:
+        return None, list(exc.problems)
+    problems: list[str] = []
+    if service.mode == "same-process" and service.workers != 1:
+        problems.append(f'{path}: {key}.workers: several workers need mode = "child-process" (got mode = "same-process")')
+    for name in ("startup_timeout", "stop_timeout"):
+        if getattr(service, name) <= 0:
+            problems.append(f"{path}: {key}.{name}: expected a positive number of seconds, got {getattr(service, name)!r}")
+    backoff = service.backoff
+    if backoff.initial <= 0 or backoff.factor < 1 or backoff.max < backoff.initial or backoff.reset_after < 0:
+        problems.append(
+            f"{path}: {key}.backoff: expected 0 < initial <= max, factor >= 1 and reset_after >= 0, got {attrs.asdict(backoff)}"
+        )
+    return service, problems
 
 
 LOOPBACK_HOSTS = ("localhost", "::1")

@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 import tomlkit
 import tomlkit.items
 
 from roadkit.config.road2 import is_road2_server
-from roadkit.errors import ConfigurationError, Conflict, RoadkitError
+from roadkit.errors import Conflict, RoadkitError
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -93,8 +94,14 @@ def null_problems(data: Any, where: str, key: str = "") -> list[str]:
 
 
 def dump_toml(data: Mapping[str, Any]) -> str:
-    """``data`` (JSON-like, no null) as a TOML document."""
-    return tomlkit.dumps(dict(data))
+    """``data`` (JSON-like, no null) as a TOML document.
+
+    tomli-w, not tomlkit (kept for the server file, whose comments it preserves): tomlkit takes a time
+    quadratic in the number of items (43 s for a list of 20,000 keywords), on the event loop of the
+    administrator, which then answered nothing.
+    """
+    text: str = tomli_w.dumps(dict(data))
+    return text
 
 
 class ServerFileEditor:
@@ -102,9 +109,13 @@ class ServerFileEditor:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.text = path.read_text(encoding="utf-8-sig")
-        self.json = self.text.lstrip().startswith("{")
-        self.doc: Any = json.loads(self.text) if self.json else tomlkit.parse(self.text)
+        try:
+            self.text = path.read_text(encoding="utf-8-sig")
+            self.json = self.text.lstrip().startswith("{")
+            self.doc: Any = json.loads(self.text) if self.json else tomlkit.parse(self.text)
+        except (OSError, ValueError) as exc:
+            # The request may be right; the file on disk is not (changed by hand since the start): 409.
+            raise Conflict(f"{path}: the server file can't be read ({exc}); fix it, then send the request again") from None
         if self.json and is_road2_server(self.doc):
             raise Conflict(
                 f"{path} is a Road2 administration file: the admin API does not rewrite it. "
@@ -119,10 +130,16 @@ class ServerFileEditor:
                 self.doc.append("services", tomlkit.aot())
         services = self.doc["services"]
         if not isinstance(services, list):
-            raise ConfigurationError([f"{self.path}: services: expected a list of [[services]] tables"])
+            raise Conflict(f"{self.path}: services: expected a list of [[services]] tables (fix the server file first)")
         return services
 
-    def _index(self, sid: str) -> int:
+    def entry(self, sid: str) -> dict[str, Any]:
+        """The ``[[services]]`` entry of ``sid`` as plain data (KeyError when the file does not list it)."""
+        entry = self._services()[self.index(sid)]
+        return dict(entry.unwrap() if hasattr(entry, "unwrap") else entry)
+
+    def index(self, sid: str) -> int:
+        """Where the entry of ``sid`` is in the file's ``services`` (KeyError when the file does not list it)."""
         for i, entry in enumerate(self._services()):
             if isinstance(entry, Mapping) and entry.get("id") == sid:
                 return i
@@ -134,13 +151,13 @@ class ServerFileEditor:
 
     def update_service(self, sid: str, changes: Mapping[str, Any]) -> None:
         """Set keys of the entry of ``sid`` in place (its comments stay)."""
-        entry = self._services()[self._index(sid)]
+        entry = self._services()[self.index(sid)]
         for key, value in changes.items():
             entry[key] = value
 
     def remove_service(self, sid: str) -> None:
         """Remove the entry of ``sid``."""
-        del self._services()[self._index(sid)]
+        del self._services()[self.index(sid)]
 
     def data(self) -> dict[str, Any]:
         """The edited document as plain data (what the loader will read)."""

@@ -17,11 +17,11 @@ import orjson
 from roadkit.contract import (
     ConfigurationError,
     EngineError,
-    EngineServers,
     HttpSettings,
     NearestRequest,
     NearestResponse,
     RemoteSource,
+    RoadkitError,
     RouteRequest,
     RouteResponse,
     SourceConfig,
@@ -81,24 +81,28 @@ class OsrmHttpSource(mapping.OsrmKind, RemoteSource):
             raise ConfigurationError(problems)
         return options
 
-    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
-        # Asked to the servers' dataset as the in-process source asks its own (a blocking probe per
-        # set, remembered): the core asks while it builds the resources, outside any request.
-        servers = self.servers
-        if servers is None or not servers.up:
-            return None
-        return mapping.ban_combinations(fields, most, lambda classes: self._excludes(servers, classes))
+    async def connect(self) -> None:
+        self._exclusions.clear()  # the servers may run another dataset than before: asked again
+        await super().connect()
 
-    def _excludes(self, servers: EngineServers, classes: frozenset[str]) -> bool:
-        known = self._exclusions.get(classes)
-        if known is None:
+    async def learn_bans(self, fields: Collection[str], most: int) -> None:
+        # One probe per set not known yet, over the source's pool: never a blocking call on the loop.
+        servers = self.connected_servers()
+        for classes in mapping.ban_combinations(fields, most, lambda classes: classes not in self._exclusions):
             query = mapping.ban_probe(classes)
-            answer = servers.get_blocking(query.path(self.options.url_profile), query.params())
-            if answer is None:
-                return True  # not known now: a request with that set gets the engine's 400
-            known = mapping.EXCLUDE_UNSUPPORTED.encode() not in answer.body
-            self._exclusions[classes] = known
-        return known
+            try:
+                answer = await servers.request("GET", query.path(self.options.url_profile), params=query.params())
+            except RoadkitError as exc:  # no server answers now: left unknown, asked again at the next build
+                log.warning("source %s: can't learn whether it bans %s together: %s", self.id, ", ".join(sorted(classes)), exc.message)
+                return
+            self._exclusions[classes] = mapping.EXCLUDE_UNSUPPORTED.encode() not in answer.body
+
+    def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:
+        # What learn_bans asked the servers' dataset, as the in-process source asks its own; a set not
+        # learnt (no server answered) counts as banned together: a request with it gets the engine's 400.
+        if self.servers is None or not self.servers.up:
+            return None
+        return mapping.ban_combinations(fields, most, lambda classes: self._exclusions.get(classes, True))
 
     def probe_path(self) -> str:
         # Any coordinate snaps somewhere: a nearest request is osrm-routed's cheapest answer.

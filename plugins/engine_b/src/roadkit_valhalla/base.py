@@ -91,6 +91,8 @@ class ValhallaBase(Source):
     }  # banned values are costing options
     #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
     native_services = ("route", "nearest")
+    #: Valhalla refuses a date_time of 1900 or before ("Date and time is invalid").
+    date_time_years = (1901, 9999)
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)

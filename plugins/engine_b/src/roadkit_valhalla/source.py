@@ -28,6 +28,17 @@ T = TypeVar("T")
 __all__ = ["ResponseTooLarge", "ValhallaSource", "engine_error"]
 
 
+def isochrone_limits(settings: Any) -> dict[str, float]:
+    """The largest isochrone of a valhalla.json (``service_limits.isochrone``): seconds for time, meters for distance."""
+    limits = settings.get("service_limits", {}).get("isochrone", {}) if isinstance(settings, dict) else {}
+    found: dict[str, float] = {}
+    for cost_type, key, factor in (("time", "max_time_contour", 60.0), ("distance", "max_distance_contour", 1000.0)):
+        value = limits.get(key) if isinstance(limits, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            found[cost_type] = float(value) * factor  # minutes, kilometers
+    return found
+
+
 class ValhallaSource(ValhallaBase):
     """Valhalla tiles served by engine threads, one Actor each, created when the source connects."""
 
@@ -38,6 +49,7 @@ class ValhallaSource(ValhallaBase):
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self._engine: EngineThreads | None = None
+        self._isochrone_limits: dict[str, float] = {}
 
     @classmethod
     def parse_options(cls, config: SourceConfig) -> ValhallaOptions:
@@ -64,9 +76,11 @@ class ValhallaSource(ValhallaBase):
 
         path = self.options.storage.config
         try:
-            mjolnir = orjson.loads(path.read_bytes())["mjolnir"]
+            settings = orjson.loads(path.read_bytes())
+            mjolnir = settings["mjolnir"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise EngineError(f"cannot read the Valhalla configuration {path}: {exc}") from None
+        self._isochrone_limits = isochrone_limits(settings)
         tar = Path(mjolnir["tile_extract"]) if mjolnir.get("tile_extract") else None
         if not has_tiles(Path(mjolnir.get("tile_dir") or "."), tar):
             raise EngineError(f"the Valhalla configuration {path} points to no tiles (run 'roadkit prepare')")
@@ -90,6 +104,10 @@ class ValhallaSource(ValhallaBase):
         if engine is not None:
             engine.close()  # the calls under way finish on their Actors; no new one is taken
         await super().disconnect()
+
+    def isochrone_limit(self, cost_type: str) -> float | None:
+        # Read from the valhalla.json the Actors load (service_limits.isochrone), at connection.
+        return self._isochrone_limits.get(cost_type)
 
     def _call(self, action: str, body: dict[str, Any]) -> Any:
         """One call on the engine thread's Actor; the answer parsed, after the response-size check."""

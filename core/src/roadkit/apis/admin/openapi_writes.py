@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roadkit.config.loader import BBOX_REGEX
+from roadkit.config.loader import BBOX_REGEX, HOST_MAX_LENGTH, HOST_REGEX
 from roadkit.config.models import max_workers
 from roadkit.publication import ID_REGEX
 
@@ -27,6 +27,8 @@ _UNWRITABLE = {"description": "A file could not be written (disk full, read-only
 _INVALID = {"description": "Invalid body or id: the message lists every problem as 'file: key: expected ...', one per line", **_ERROR}
 _BAD_ID = {"description": "An id that can't name a file (the message names the parameter)", **_ERROR}
 _MEDIA = {"description": "The body is not application/json", **_ERROR}
+#: Files on disk changed by hand since the administrator read them, so that they no longer load.
+_HAND_EDITED = "the server file or the service file no longer loads (changed by hand since; the message names the key)"
 _TOO_LARGE = {"description": "Body too large", **_ERROR}
 
 
@@ -58,9 +60,9 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "parameters": [_SERVICE],
                 "responses": {
                     "200": {"description": f"{title}s", **_json({"type": "array", "items": {"type": "object"}})},
-                    "400": {"description": f"A {kind} file of the service can't be read (the message names it)", **_ERROR},
                     **read_auth,
                     "404": {"description": "Unknown service", **_ERROR},
+                    "409": {"description": f"The service file, or a {kind} file just listed, can't be read: {_HAND_EDITED}", **_ERROR},
                 },
             },
         },
@@ -74,6 +76,7 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                     "400": _BAD_ID,
                     **read_auth,
                     "404": {"description": f"Unknown service or {kind}", **_ERROR},
+                    "409": {"description": f"The {kind} file or the service file can't be read: {_HAND_EDITED}", **_ERROR},
                 },
             },
             "put": {
@@ -92,8 +95,9 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                     "404": {"description": "Unknown service", **_ERROR},
                     "409": {
                         "description": (
-                            f"A valid document that does not fit the service as it is now: an unknown projection or source, "
-                            f"a source of another type, a {kind} type a resource using it can't take"
+                            f"A valid document that does not fit the service as it is now: the service has no {kind}s folder, "
+                            f"a file named {{{kind}}}.{kind} in it defines another {kind}, an unknown projection or source, "
+                            f"a source of another type, a {kind} type a resource using it can't take; or {_HAND_EDITED}"
                         ),
                         **_ERROR,
                     },
@@ -116,7 +120,7 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                     **_AUTH,
                     "404": {"description": f"Unknown service or {kind}", **_ERROR},
                     "503": _UNWRITABLE,
-                    **({"409": {"description": "A resource still uses this source", **_ERROR}} if kind == "source" else {}),
+                    "409": {"description": ("A resource still uses this source; or " if kind == "source" else "") + _HAND_EDITED, **_ERROR},
                 },
             },
         },
@@ -139,19 +143,25 @@ def write_paths() -> dict[str, Any]:
                     ),
                     "requestBody": {"required": True, **_json(creation)},
                     "responses": {
-                        "201": {"description": "Created and started (see lifecycle)", **_json(service)},
+                        "201": {"description": "Created and started (ready)", **_json(service)},
                         "400": _INVALID,
                         **_AUTH,
                         "409": {
                             "description": (
                                 "A service with this id (or its file) already exists; a listener port is another service's or the "
-                                "administrator's; the projections folder or a certificate file does not exist"
+                                f"administrator's; the projections folder or a certificate file does not exist; {_HAND_EDITED}"
                             ),
                             **_ERROR,
                         },
                         "413": _TOO_LARGE,
                         "415": _MEDIA,
-                        "503": _UNWRITABLE,
+                        "503": {
+                            "description": (
+                                "The service can't start (a listener port another program holds, its start-up time-out...): "
+                                "nothing was created; or a file could not be written"
+                            ),
+                            **_ERROR,
+                        },
                     },
                 },
             },
@@ -159,8 +169,9 @@ def write_paths() -> dict[str, Any]:
                 "put": {
                     "operationId": "modifyService",
                     "summary": (
-                        "Replace a service's configuration: checked, written atomically, then the service "
-                        "reloads (the old one serves until the new one is ready)."
+                        "Replace a service's configuration (and change the mode, workers, startup_timeout sent): checked, "
+                        "written atomically, then the service reloads (the old workers serve until the new ones are ready). "
+                        "A change of mode stops the service and starts it in the other mode."
                     ),
                     "parameters": [_SERVICE],
                     "requestBody": {"required": True, **_json(change)},
@@ -171,8 +182,10 @@ def write_paths() -> dict[str, Any]:
                         "404": {"description": "Unknown service", **_ERROR},
                         "409": {
                             "description": (
-                                "A listener port is another service's or the administrator's; the "
-                                "projections folder or a certificate file does not exist"
+                                "A listener port is another service's or the administrator's; the projections folder or a "
+                                "certificate file does not exist; mode or workers left out and the service's current ones do "
+                                "not go with the other one sent (same-process runs one worker: send mode and workers together); "
+                                + _HAND_EDITED
                             ),
                             **_ERROR,
                         },
@@ -180,8 +193,8 @@ def write_paths() -> dict[str, Any]:
                         "415": _MEDIA,
                         "503": {
                             "description": (
-                                "The service can't start with the new configuration (the previous one keeps serving "
-                                "and the files are unchanged), or a file could not be written"
+                                "The service can't start with the new configuration: the previous one keeps serving (after "
+                                "a change of mode, it is started again) and the files are unchanged; or a file could not be written"
                             ),
                             **_ERROR,
                         },
@@ -195,6 +208,10 @@ def write_paths() -> dict[str, Any]:
                         "204": {"description": "Deleted"},
                         **_AUTH,
                         "404": {"description": "Unknown service", **_ERROR},
+                        "409": {
+                            "description": "The server file no longer loads (changed by hand since; the message names the key)",
+                            **_ERROR,
+                        },
                         "503": _UNWRITABLE,
                     },
                 },
@@ -241,9 +258,15 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
     """The keys of a service file as JSON (what ``parse_service`` accepts from the admin API)."""
     listener = _closed(
         {
-            "id": _TEXT,
-            "host": {"type": "string", "pattern": "^[^\\u0000]*$", "description": "Host name or address (127.0.0.1 when left out)."},
-            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "id": {"type": "string", "default": "main"},
+            "host": {
+                "type": "string",
+                "pattern": HOST_REGEX,
+                "maxLength": HOST_MAX_LENGTH,
+                "default": "127.0.0.1",
+                "description": "An IP address (0.0.0.0 or :: for every interface) or a host name; 127.0.0.1 when left out.",
+            },
+            "port": {"type": "integer", "minimum": 1, "maximum": 65535, "default": 8080},
             "certfile": {**_PATH, "description": "HTTPS certificate: a readable file on the server (with keyfile)."},
             "keyfile": {**_PATH, "description": "HTTPS key: a readable file on the server (with certfile)."},
         }
@@ -273,6 +296,7 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
                 "type": "array",
                 "items": listener,
                 "maxItems": 1,
+                "default": [{"id": "main", "host": "127.0.0.1", "port": 8080}],
                 "description": "The service's listeners (one main listener by default on 127.0.0.1:8080).",
             },
             "apis": {

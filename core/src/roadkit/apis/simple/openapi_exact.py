@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from roadkit.constraint_support import check_bans
 from roadkit.errors import RoadkitError
 from roadkit.operations import OPERATIONS, ParameterSpec
@@ -43,8 +45,6 @@ if TYPE_CHECKING:
 MAX_CONSTRAINT_COMBINATIONS = 200
 #: How much of a transformed bbox is kept on each side (projections bend edges).
 _MARGIN = 0.01
-#: ``date_time``: real dates (days 01-28 are valid in every month) and times.
-DATE_TIME_PATTERN = r"^[1-9]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d$"
 _WS = r"\s*"
 
 
@@ -92,6 +92,16 @@ def _level(low: int, high: int, k: int) -> list[str]:
             else:
                 found.append("".join(tokens) + r"(?:\.\d*)?")
     return found
+
+
+def date_time_pattern(first: int, last: int) -> str:
+    """``date_time`` in years ``first`` to ``last`` (four digits): real dates (days 01-28 are valid in every month) and times."""
+    years = "|".join("".join(tokens) for tokens in _digit_ranges(str(first), str(last)))
+    return rf"^(?:{years})-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0-5]\d$"
+
+
+#: ``date_time`` of any year an engine may read (a source narrows it: ``Source.date_time_years``).
+DATE_TIME_PATTERN = date_time_pattern(1000, 9999)
 
 
 def decimal_pattern(lo: float, hi: float, *, integer: bool = False) -> str | None:
@@ -310,6 +320,25 @@ def _optional(schema: dict[str, Any], *, post: bool) -> dict[str, Any]:
     return {"anyOf": [schema, *extra]}
 
 
+Split = tuple[str | None, str | None, float | None]
+
+
+def _unit_splits(service: Service, operation: Any, op: str, cost_type: str | None, source: Any) -> list[Split]:
+    """``(unit parameter, unit, largest costValue)`` of an isochrone whose engine has a limit, one per unit.
+
+    The largest costValue depends on the unit asked: one variant per unit then; else one variant
+    that fixes no unit (``(None, None, None)``).
+    """
+    if op != "isochrone" or cost_type is None or source is None:
+        return [(None, None, None)]
+    limit = source.isochrone_limit(cost_type)
+    name = "timeUnit" if cost_type == "time" else "distanceUnit"
+    param = operation.parameters.get(name)
+    if limit is None or not isinstance(param, EnumParameter):
+        return [(None, None, None)]
+    return [(name, unit, service.units.largest(unit, limit, cost_type)) for unit in param.values]
+
+
 def _costs(resource: Resource, op: str) -> list[tuple[str, str, str, Any]]:
     """(first name, first value, second name, source) of every cost the resource computes for ``op``."""
     if op == "route":
@@ -348,12 +377,19 @@ def variants(service: Service, resource: Resource, op: str, *, post: bool, share
     nearest: list[tuple[str | None, str | None, str | None, Any]] = [(None, None, None, resource.sources[0] if resource.sources else None)]
     costs: Sequence[tuple[str | None, str | None, str | None, Any]] = list(_costs(resource, op)) or nearest
     found = []
-    for crs, (profile, second, second_name, source) in itertools.product(crs_values, costs):
+    for crs, (profile, second, second_name, source), (unit_name, unit, most) in (
+        (crs, cost, split)
+        for crs, cost in itertools.product(crs_values, costs)
+        for split in _unit_splits(service, operation, op, cost[1], cost[3])
+    ):
         properties: dict[str, Any] = {"resource": {"const": resource.id}}
         required = ["resource"]
         fixed = {"crs": crs}
         if profile is not None and second_name is not None:
             fixed.update({"profile": profile, second_name: second})
+        if unit_name is not None and unit is not None:
+            fixed[unit_name] = unit
+        years = source.date_time_years if source is not None else (1000, 9999)
         for name, value in fixed.items():
             param = operation.parameters.get(name)
             if param is None:
@@ -368,11 +404,13 @@ def variants(service: Service, resource: Resource, op: str, *, post: bool, share
             if name in properties or name in ("resource",):
                 continue
             if name == "date_time" and name not in operation.parameters:
-                properties[name] = _optional({"type": "string", "pattern": DATE_TIME_PATTERN}, post=post)
+                properties[name] = _optional({"type": "string", "pattern": date_time_pattern(*years)}, post=post)
                 continue
             param = operation.parameters.get(name)
             if param is None:
                 continue
+            if name == "costValue" and most is not None and isinstance(param, NumberParameter):
+                param = attrs.evolve(param, max=most if param.max is None else min(param.max, most))
             if isinstance(param, ConstraintParameter):
                 schema = constraint_schema(param, resource, source, context, post=post)
             else:
@@ -382,7 +420,7 @@ def variants(service: Service, resource: Resource, op: str, *, post: bool, share
                     break  # no value of a required parameter can be described: no variant
                 continue
             if name == "date_time":
-                schema = {"allOf": [schema, {"pattern": DATE_TIME_PATTERN}]}
+                schema = {"allOf": [schema, {"pattern": date_time_pattern(*years)}]}
             schema = shared.ref(schema, f"{'post' if post else 'get'}-{name}")
             if spec.required and param.default() is None:
                 required.append(name)
@@ -404,4 +442,4 @@ def request_schema(service: Service, op: str, resources: Iterable[Resource], *, 
     return schema
 
 
-__all__ = ["DATE_TIME_PATTERN", "Shared", "decimal_pattern", "inner_box", "request_schema", "variants"]
+__all__ = ["DATE_TIME_PATTERN", "Shared", "date_time_pattern", "decimal_pattern", "inner_box", "request_schema", "variants"]

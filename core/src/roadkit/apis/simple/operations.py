@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from roadkit.apis.simple.inputs import Inputs
@@ -13,6 +14,7 @@ from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRe
 if TYPE_CHECKING:
     from roadkit.resources import Resource
     from roadkit.service import Service
+    from roadkit.source import Source
 
 
 def _resource(service: Service, params: dict[str, Any], op: str) -> Resource:
@@ -28,6 +30,14 @@ def _resource(service: Service, params: dict[str, Any], op: str) -> Resource:
 
 def _xy(point: Coord) -> str:
     return f"{point[0]:.7g},{point[1]:.7g}" if abs(point[0]) < 1000 else f"{point[0]:.2f},{point[1]:.2f}"
+
+
+def _engine_date(value: datetime | None, source: Source) -> datetime | None:
+    """``value`` when the source's engine reads its year (a 400 naming ``date_time`` otherwise)."""
+    first, last = source.date_time_years
+    if value is not None and not first <= value.year <= last:
+        raise ParameterInvalid("date_time", f"expected a year from {first} to {last} (what the engine reads), got {value.year}")
+    return value
 
 
 async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +57,7 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     get_bbox = inputs.value("getBbox")
     time_unit = inputs.value("timeUnit")
     distance_unit = inputs.value("distanceUnit")
-    date_time = inputs.date_time()
+    date_time = _engine_date(inputs.date_time(), source)
     constraints = inputs.values("constraints")
     check_bans(resource.operation("route")["constraints"], source, constraints, f"profile '{profile}' and optimization '{optimization}'")
 
@@ -149,22 +159,32 @@ async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     cost_type = inputs.value("costType")
     unit_name = "timeUnit" if cost_type == "time" else "distanceUnit"
     unit = inputs.value(unit_name)
+    other = "distanceUnit" if cost_type == "time" else "timeUnit"
+    if inputs.raw(other) is not None:
+        inputs.value(other)  # not used by this cost type, still checked: a wrong value is a 400 whatever the cost type
     values = inputs.values("costValue")
     profile = inputs.value("profile")
     direction = inputs.value("direction")
     fmt = inputs.value("geometryFormat")
-    date_time = inputs.date_time()
     source = resource.source_for_isochrone(profile, cost_type)
+    date_time = _engine_date(inputs.date_time(), source)
+    limit = source.isochrone_limit(cost_type)
+    if limit is not None:
+        most = service.units.largest(unit, limit, cost_type)
+        if any(v > most for v in values):
+            raise ParameterInvalid("costValue", f"expected at most {most:g} ({unit}): the engine computes no larger {cost_type} isochrone")
     constraints = inputs.values("constraints")
     check_bans(resource.operation("isochrone")["constraints"], source, constraints, f"profile '{profile}' and costType '{cost_type}'")
-    engine_values = tuple(service.units.to_engine(unit, round(v, 1), cost_type, parameter=unit_name) for v in values)
-    if len(set(engine_values)) != len(engine_values):
-        raise ParameterInvalid("costValue", "expected distinct values")
+    asked = [service.units.to_engine(unit, round(v, 1), cost_type, parameter=unit_name) for v in values]
+    # The engine computes each value once (a value given twice, or two that round alike, share a contour):
+    # the document can't say "distinct" of a '|'-separated text, so the same value twice is no error.
+    engine_values = tuple(dict.fromkeys(asked))
     (engine_point,) = service.projections.transform([point], crs, source.projection)
     result = await source.isochrone(
         IsochroneRequest(engine_point, Cost(profile, cost_type=cost_type), engine_values, direction, tuple(constraints), date_time)
     )
-    geometries = [_reproject(service, g, source.projection, crs) for g in result.geometries]
+    computed = dict(zip(engine_values, (_reproject(service, g, source.projection, crs) for g in result.geometries), strict=True))
+    geometries = [computed[v] for v in asked]
     body: dict[str, Any] = {
         "point": params["point"] if isinstance(params["point"], str) else _xy(point),
         "resource": resource.id,

@@ -1,0 +1,1 @@
+"""What roadkit's routing core and its apps share, apart from routing (see ``serving`` and ``documents``)."""

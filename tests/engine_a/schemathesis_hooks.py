@@ -1,0 +1,82 @@
+"""schemathesis hooks of the admin API's service writes: what a generated service may take on this machine.
+
+A service document may leave its listeners out (the service then listens on 127.0.0.1:8080, the
+documented default) or name any port: on a machine shared with other programs and tests, a fuzzer
+that creates services would take their ports. Before each request with a schema-valid service
+document (``createService``, ``modifyService``):
+
+- every listener gets a port reserved for it (:func:`roadkit_support.serving.reserve_port`), and a
+  document without listeners gets one such listener;
+- folders the administrator creates (sources, resources) named by an absolute or ``~`` path move
+  below the server file's folder, so that the run creates nothing outside its copy;
+- a new service gets an id of its own (schemathesis repeats ids: each would be a 409 "already
+  exists", and creation would never be reached), and at most 2 workers (the machine is shared).
+
+With ``ROADKIT_FUZZ_DELETE_CREATED=1`` each service created is deleted right after (its checks
+done), so that a run creating hundreds of them keeps one at a time. Documents schemathesis
+generates to be invalid are left as they are: they must be refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import urllib.request
+from typing import Any
+
+import schemathesis
+
+from roadkit_support.serving import reserve_port
+
+SERVICE_WRITES = ("createService", "modifyService")
+MAX_WORKERS = 2
+_serial = itertools.count(1)
+
+
+def _operation_id(context: Any) -> str | None:
+    return None if context.operation is None else context.operation.definition.raw.get("operationId")
+
+
+def _free_listeners(configuration: dict[str, Any]) -> None:
+    listeners = configuration.get("listeners")
+    if "listeners" not in configuration:
+        configuration["listeners"] = [{"port": reserve_port()}]
+        return
+    for listener in listeners if isinstance(listeners, list) else ():
+        if isinstance(listener, dict) and isinstance(listener.get("port", 0), int):
+            listener["port"] = reserve_port()  # also where the port was left out (8080)
+
+
+def _relative_folders(configuration: dict[str, Any]) -> None:
+    folders = configuration.get("folders")
+    for key in ("sources", "resources"):
+        paths = folders.get(key) if isinstance(folders, dict) else None
+        if isinstance(paths, list):
+            folders[key] = [f"fuzz/{p}" if isinstance(p, str) and p.startswith(("/", "~")) else p for p in paths]  # type: ignore[index]
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    """Free ports, folders of this copy, a new id and at most 2 workers for every schema-valid service document."""
+    operation = _operation_id(context)
+    if operation not in SERVICE_WRITES or case.meta is None or not case.meta.generation.mode.is_positive:
+        return
+    body = case.body
+    if not isinstance(body, dict) or not isinstance(body.get("configuration"), dict):
+        return
+    _free_listeners(body["configuration"])
+    _relative_folders(body["configuration"])
+    if isinstance(body.get("workers"), int) and body["workers"] > MAX_WORKERS:
+        body["workers"] = MAX_WORKERS
+    if operation == "createService" and isinstance(body.get("id"), str):
+        body["id"] = f"{body['id'][:100]}-{next(_serial)}"
+
+
+@schemathesis.hook
+def after_call(context: Any, case: Any, response: Any) -> None:
+    """With ROADKIT_FUZZ_DELETE_CREATED=1: delete each service just created (one extra service at a time)."""
+    if os.environ.get("ROADKIT_FUZZ_DELETE_CREATED") != "1" or _operation_id(context) != "createService" or response.status_code != 201:
+        return
+    request = urllib.request.Request(f"{response.request.url.rstrip('/')}/{case.body['id']}", method="DELETE")
+    with urllib.request.urlopen(request, timeout=60) as deleted:
+        assert deleted.status == 204, deleted.status
