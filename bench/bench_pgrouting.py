@@ -4,15 +4,21 @@ Run with ``./dev bench`` (or ``python bench/bench_pgrouting.py [--duration S] [-
 [--sizes ...]``). A private PostgreSQL cluster (``roadkit.pgcluster``) holds the Monaco graph (the
 cached dump of the tests, imported when missing).
 
-1. Overhead: roadkit serves the monaco graph over HTTP (one process pinned on the server core,
-   pool of P connections); the direct client replays, with asyncpg and a pool of P connections,
-   the very statements roadkit sent for each request (recorded through the source once). Same random
-   Monaco pairs and points, car routes with steps and 5-minute car isochrones, 1 and 8 clients.
-   Same cores: the direct client runs pinned on the server core, where roadkit runs (the HTTP load
-   generator gets the other core); PostgreSQL is not pinned, so it has both cores on either side.
-   Rounds alternate direct and roadkit (``--rounds``); the best round of each is reported.
-2. Scale: synthetic grid graphs of about 10 k, 100 k and 1 M edges written in the same schema
-   (100 m blocks, every tenth street a main road); p50 of ~10 km car routes through the source.
+1. Overhead: roadkit serves the monaco graph over HTTP with the demo's recommended settings (child
+   processes, ``workers = "auto"``: one per core; the P connections split between the workers' pools);
+   the direct client replays, with asyncpg on uvloop and one pool of P connections, the very
+   statements roadkit sent for each request (recorded through the source once: the same SQL, the same
+   round trips, the pool's reset query when roadkit's pool runs one). Same random Monaco pairs and
+   points, car routes with steps and 5-minute car isochrones, 1 and 8 clients. Nothing is pinned:
+   PostgreSQL, roadkit's workers (or the direct client) and the HTTP load generator share the
+   machine's cores, as on a server running both. Rounds alternate direct and roadkit (``--rounds``);
+   it reports the best round of each side, the per-round ratios and p50 differences with their
+   medians, and the CPU time per request of each party (PostgreSQL, roadkit's processes or the
+   direct client, the load generator). ``--profile S`` then records roadkit's workers with py-spy.
+2. Scale (``--sizes``; ``--ops`` with no operation runs only this part): synthetic grid graphs of
+   about 10 k, 100 k and 1 M edges in the same schema (``tests/engine_c/grid.py``: 100 m blocks,
+   every tenth street a main road); p50 of ~10 km car routes through the source, and on the largest
+   grids of ~80 km routes searched with the importance network and in the box only.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
+import json
 import os
 import random
+import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -33,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from common import MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+import uvloop
+from common import MONACO_BBOX, Result, free_port, load, random_pairs, report, wait_http
 
 from roadkit.config.loader import read_source
 from roadkit.model import Cost, IsochroneRequest, RouteRequest
@@ -66,11 +75,16 @@ def monaco_graph(dsn: str, bindir: Path) -> None:
         import_osm(EXAMPLE / "monaco.osm.pbf", DatabaseFile(dsn=dsn), "monaco")
 
 
-def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: int, admin_port: int) -> Path:
-    """A server file serving one pgrouting source and resource on free ports."""
+def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: int, admin_port: int, workers: str) -> Path:
+    """A server file serving one pgrouting source and resource on free ports, in child-process workers.
+
+    ``pool`` connections in all: each worker's pool gets its share (as many as the direct client's pool).
+    """
     (workdir / "sources").mkdir(exist_ok=True)
     (workdir / "resources").mkdir(exist_ok=True)
-    (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = {pool}\n')
+    count = worker_count(workers)
+    setting = json.dumps(int(workers) if workers.isdigit() else workers)
+    (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = {max(1, pool // count)}\n')
     (workdir / "sources" / "pg.source").write_text(
         f'id = "pg"\ntype = "pgrouting"\nprojection = "EPSG:4326"\n[storage]\ndatabase = "../db.toml"\nschema = "{schema}"\n'
         f'importance_column = "importance"\n{COSTS}'
@@ -86,9 +100,64 @@ def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: 
     server = workdir / "server.toml"
     server.write_text(
         f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        '[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "same-process"\n'
+        f'[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "child-process"\nworkers = {setting}\n'
     )
     return server
+
+
+def worker_count(workers: str) -> int:
+    return len(os.sched_getaffinity(0)) if workers == "auto" else int(workers)
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants, those that exited included.
+
+    A process's exited children count in its ``cutime``/``cstime`` once waited for (PostgreSQL's backends
+    of a closed pool, for instance).
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        stats[int(stat.parent.name)] = text[text.rindex(")") + 2 :].split()
+    children: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields is None:
+            continue
+        # utime, stime, cutime, cstime: fields 14 to 17 of stat
+        total += sum(int(f) for f in fields[11:15])
+        todo.extend(children.get(pid, []))
+    return total / ticks
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuMeter:
+    """CPU time of PostgreSQL, of a server process tree (roadkit) and of this process (load generator or direct client)."""
+
+    def __init__(self, postgres: int, server: int | None) -> None:
+        self.roots = {"postgres": postgres, **({"roadkit": server} if server else {})}
+        self.started: dict[str, float] = {}
+
+    def start(self) -> None:
+        self.started = {name: tree_cpu_seconds(pid) for name, pid in self.roots.items()}
+        self.started["client"] = own_cpu_seconds()
+
+    def per_request_ms(self, requests: int) -> dict[str, float]:
+        now = {name: tree_cpu_seconds(pid) for name, pid in self.roots.items()}
+        now["client"] = own_cpu_seconds()
+        return {name: 1000 * (now[name] - self.started[name]) / max(requests, 1) for name in now}
 
 
 class Recorder:
@@ -106,9 +175,18 @@ class Recorder:
         self.statements.append(("fetch", sql, args))
         return await self.conn.fetch(sql, *args)
 
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        self.statements.append(("fetchrow", sql, args))
+        return await self.conn.fetchrow(sql, *args)
+
+    async def use_statement_timeout(self, milliseconds: int) -> None:
+        # Once per connection (the connection remembers it): the direct pool sets it once per connection too.
+        await self.conn.use_statement_timeout(milliseconds)
+
 
 class RecordingPool:
-    """The source's pool, handing out recording connections: whatever roadkit sends is recorded."""
+    """The source's pool, handing out recording connections: whatever roadkit sends is recorded, the
+    pool's reset query too when its pool runs one as a connection goes back."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -120,6 +198,8 @@ class RecordingPool:
             recorder = Recorder(conn)
             self.recorders.append(recorder)
             yield recorder
+            if self.pool._reset is None:  # asyncpg's default: Connection.reset() runs the reset query
+                recorder.statements.append(("execute", conn._con.get_reset_query(), ()))
 
 
 async def record(source: PgRoutingSource, call: Any) -> list[tuple[str, str, tuple[Any, ...]]] | None:
@@ -139,10 +219,26 @@ async def record(source: PgRoutingSource, call: Any) -> list[tuple[str, str, tup
 
 
 async def direct_load(
-    name: str, requests: list[list[tuple[str, tuple[Any, ...]]]], dsn: str, pool_size: int, concurrency: int, duration: float
-) -> Result:
-    """The recorded statements replayed with asyncpg on one pooled connection per request, as roadkit runs them."""
-    pool = await asyncpg.create_pool(dsn, min_size=pool_size, max_size=pool_size)
+    name: str,
+    requests: list[list[tuple[str, tuple[Any, ...]]]],
+    dsn: str,
+    pool_size: int,
+    concurrency: int,
+    duration: float,
+    meter: CpuMeter,
+) -> tuple[Result, dict[str, float]]:
+    """The recorded statements replayed with asyncpg on one pooled connection per request, as roadkit runs them.
+
+    The pool is set up as roadkit's (``roadkit_pgrouting.database``): the statement time-out set once per
+    connection, no reset query when a connection goes back (requests leave nothing on the session).
+    """
+
+    async def keep_session(connection: asyncpg.Connection) -> None:
+        pass
+
+    pool = await asyncpg.create_pool(
+        dsn, min_size=pool_size, max_size=pool_size, reset=keep_session, server_settings={"statement_timeout": "10000"}
+    )
     latencies: list[float] = []
     index = 0
 
@@ -152,20 +248,22 @@ async def direct_load(
             statements = requests[index % len(requests)]
             index += 1
             started = time.perf_counter()
-            async with pool.acquire() as conn:  # as roadkit: no transaction, settings cleared by the pool's reset
+            async with pool.acquire() as conn:  # as roadkit: no transaction
                 for method, sql, args in statements:
-                    await (conn.execute(sql, *args) if method == "execute" else conn.fetch(sql, *args))
+                    await getattr(conn, method)(sql, *args)
             latencies.append((time.perf_counter() - started) * 1000)
 
     try:
         await asyncio.gather(*(worker(time.perf_counter() + 1.0) for _ in range(concurrency)))  # warm-up
         latencies.clear()
+        meter.start()
         begin = time.perf_counter()
         await asyncio.gather(*(worker(begin + duration) for _ in range(concurrency)))
         elapsed = time.perf_counter() - begin
+        cpu = meter.per_request_ms(len(latencies))
     finally:
         await pool.close()
-    return Result(name, len(latencies), 0, elapsed, latencies)
+    return Result(name, len(latencies), 0, elapsed, latencies), cpu
 
 
 async def recorded_requests(workdir: Path, pairs: list[Any], points: list[Any]) -> tuple[dict[str, list[Any]], dict[str, list[str]]]:
@@ -204,149 +302,233 @@ def roadkit_urls(port: int, kept: dict[str, list[Any]]) -> dict[str, list[str]]:
     }
 
 
-GRID_SQL = """
-DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};
-CREATE TABLE {schema}.ways_vertices_pgr AS
-  SELECT i * {n} + j + 1 AS id, ST_SetSRID(ST_MakePoint(7.0 + j * {step}, 44.0 + i * {step}), 4326) AS the_geom
-  FROM generate_series(0, {n} - 1) i, generate_series(0, {n} - 1) j;
-CREATE TABLE {schema}.ways AS
-  WITH e AS (
-    SELECT i * {n} + j + 1 AS source, i * {n} + j + 2 AS target, i AS line FROM generate_series(0, {n} - 1) i, generate_series(0, {n} - 2) j
-    UNION ALL
-    SELECT i * {n} + j + 1, (i + 1) * {n} + j + 1, j FROM generate_series(0, {n} - 2) i, generate_series(0, {n} - 1) j
-  )
-  SELECT row_number() OVER () AS id, e.source, e.target, 'street ' || e.line AS name,
-         CASE WHEN e.line % 10 = 0 THEN 1 ELSE 5 END AS importance,
-         ST_MakeLine(s.the_geom, t.the_geom) AS the_geom
-  FROM e JOIN {schema}.ways_vertices_pgr s ON s.id = e.source JOIN {schema}.ways_vertices_pgr t ON t.id = e.target;
-ALTER TABLE {schema}.ways ADD COLUMN length_m float8, ADD COLUMN cost_s_car float8, ADD COLUMN reverse_cost_s_car float8,
-  ADD COLUMN cost_m_car float8, ADD COLUMN reverse_cost_m_car float8;
-UPDATE {schema}.ways SET length_m = ST_Length(the_geom::geography);
-UPDATE {schema}.ways SET cost_m_car = length_m, reverse_cost_m_car = length_m,
-  cost_s_car = length_m * 3.6 / (CASE WHEN importance = 1 THEN 70 ELSE 30 + (id % 5) * 5 END),
-  reverse_cost_s_car = length_m * 3.6 / (CASE WHEN importance = 1 THEN 70 ELSE 30 + (id % 5) * 5 END);
-ALTER TABLE {schema}.ways ADD PRIMARY KEY (id);
-ALTER TABLE {schema}.ways_vertices_pgr ADD PRIMARY KEY (id);
-CREATE INDEX ON {schema}.ways USING gist (the_geom);
-CREATE INDEX ON {schema}.ways (importance);
-CREATE INDEX ON {schema}.ways_vertices_pgr USING gist (the_geom);
-ANALYZE {schema}.ways; ANALYZE {schema}.ways_vertices_pgr;
-"""
+async def scale(dsn: str, workdir: Path, edges: int, routes: int) -> dict[str, Any]:
+    """Route times on a synthetic grid of about ``edges`` edges, through the source.
 
+    ~10 km car routes (p50, mean km); on grids large enough, ~60 km routes (straight line, far beyond
+    ``importance_from``) with the importance network and with the box only (``importance_from`` out
+    of reach): their p50 and the largest difference of their durations.
+    """
+    from tests.engine_c.grid import STEP, grid_side, write_grid
 
-async def scale(dsn: str, workdir: Path, edges: int, routes: int) -> tuple[int, float, float]:
-    """(edges, p50 ms, mean route km) of ~10 km routes on a synthetic grid of about ``edges`` edges."""
-    n = max(10, round(math.sqrt(edges / 2)))
-    step = 0.0009  # about 100 m north-south, 65 m east-west at 44° N
+    n = grid_side(edges)
     schema = f"grid_{edges}"
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(GRID_SQL.format(schema=schema, n=n, step=step))
-        count = int(await conn.fetchval(f"SELECT count(*) FROM {schema}.ways"))
-    finally:
-        await conn.close()
-    source_file = workdir / "sources" / f"{schema}.source"
-    source_file.write_text(
-        f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
-        f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{COSTS}'
-    )
-    source = PgRoutingSource.from_config(read_source(source_file))
-    assert isinstance(source, PgRoutingSource)
-    await source.connect()
+    (workdir / "sources").mkdir(exist_ok=True)
+    if not (workdir / "db.toml").exists():  # the overhead part did not run
+        (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = 1\n')
+    count = await write_grid(dsn, schema, n)
+    span = (n - 1) * STEP
     rng = random.Random(3)
-    span = (n - 1) * step
-    latencies, lengths = [], []
+
+    async def timed(search: str, dx: float, dy: float) -> tuple[list[float], list[Any]]:
+        source_file = workdir / "sources" / f"{schema}.source"
+        source_file.write_text(
+            f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
+            f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{search}{COSTS}'
+        )
+        source = PgRoutingSource.from_config(read_source(source_file))
+        assert isinstance(source, PgRoutingSource)
+        await source.connect()
+        latencies, results = [], []
+        try:
+            for _ in range(routes):
+                x0, y0 = 7.0 + rng.uniform(0, span - dx), 44.0 + rng.uniform(0, span - dy)
+                started = time.perf_counter()
+                result = await source.route(RouteRequest(((x0, y0), (x0 + dx, y0 + dy)), Cost("car", "fastest"), steps=True))
+                latencies.append((time.perf_counter() - started) * 1000)
+                results.append(result)
+        finally:
+            await source.disconnect()
+        return latencies, results
+
+    # ~10 km by road: 5.5 km north (61 blocks) and 4.5 km east (69 blocks) when the grid is large enough.
+    latencies, results = await timed("", min(span * 0.9, 0.062), min(span * 0.9, 0.05))
+    figures: dict[str, Any] = {
+        "edges": count,
+        "p50": statistics.median(latencies),
+        "km": statistics.fmean(r.distance / 1000 for r in results),
+    }
+    if span >= 0.5:  # ~45 km north and ~36 km east (about 58 km straight, 80 km by road)
+        state = rng.getstate()
+        bounded, with_network = await timed("", 0.45, 0.4)
+        rng.setstate(state)  # the same routes with the box only
+        box, box_only = await timed("[search]\nimportance_from = 1e12\n", 0.45, 0.4)
+        figures.update(
+            long_km=statistics.fmean(r.distance / 1000 for r in with_network),
+            long_p50=statistics.median(bounded),
+            box_p50=statistics.median(box),
+            worst=max(abs(a.duration - b.duration) / b.duration for a, b in zip(with_network, box_only, strict=True)),
+        )
+    return figures
+
+
+def roadkit_load(name: str, urls: list[str], concurrency: int, duration: float, meter: CpuMeter) -> tuple[Result, dict[str, float]]:
+    """The HTTP load on roadkit (after a short warm-up), with the CPU time per request of each party."""
+    load(name, urls[:50], concurrency=concurrency, duration=0.5, check=lambda status, body: status == 200, warm_up=False)
+    meter.start()
+    result = load(name, urls, concurrency=concurrency, duration=duration, check=lambda status, body: status == 200, warm_up=False)
+    return result, meter.per_request_ms(result.requests)
+
+
+def cpu_line(cpu: dict[str, float]) -> str:
+    return "CPU per request: " + ", ".join(f"{name} {ms:.2f} ms" for name, ms in cpu.items()) + f" (total {sum(cpu.values()):.2f} ms)"
+
+
+def profile(serve_pid: int, urls: list[str], seconds: float, concurrency: int, out: Path) -> str:
+    """py-spy on roadkit's processes (the workers) under load; the summary of ``bench/profile.py``."""
+    import threading
+    from profile import _py_spy, summarise  # bench/profile.py (this folder comes first on sys.path)
+
+    spy = subprocess.Popen(
+        [
+            _py_spy(),
+            "record",
+            "--pid",
+            str(serve_pid),
+            "--subprocesses",
+            "--duration",
+            str(int(seconds)),
+            "--rate",
+            "200",
+            *PY_SPY_RAW,
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.5)
+    loader = threading.Thread(
+        target=lambda: load("profile", urls, concurrency=concurrency, duration=seconds, check=lambda s, b: s == 200, warm_up=False)
+    )
+    loader.start()
+    spy.wait()
+    loader.join()
+    return summarise(out, suspects=PROFILE_SUSPECTS)
+
+
+PY_SPY_RAW = ("--nonblocking", "--format", "raw", "--output")
+#: What the profile's summary reports (inclusive shares of frames whose "file:function" holds the text).
+PROFILE_SUSPECTS = {
+    "HTTP server (uvicorn)": "uvicorn/",
+    "Starlette routing": "starlette/routing.py",
+    "simple API (parse, write answer)": "apis/simple/",
+    "parameter parsing": "parameters.py",
+    "source (SQL, rows, answer)": "roadkit_pgrouting/",
+    "asyncpg": "asyncpg/",
+    "shapely": "shapely/",
+    "projection": "projections.py",
+    "geometry writing": "geometry.py",
+    "JSON (orjson)": "orjson",
+    "event loop (uvloop)": "uvloop/",
+}
+
+
+def overhead(args: argparse.Namespace, workdir: Path, dsn: str, postmaster: int) -> None:
+    """Part 1: roadkit over HTTP against the direct replay of its statements, alternated rounds; the report."""
+    service_port, admin_port = free_port(), free_port()
+    server = write_config(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers)
+    pairs = random_pairs(args.requests)
+    rng = random.Random(11)
+    xmin, ymin, xmax, ymax = MONACO_BBOX
+    points = [(round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)) for _ in range(args.requests)]
+    statements, kept = asyncio.run(recorded_requests(workdir, pairs, points))
+    round_trips = {op: statistics.fmean(len(s) for s in statements[op]) for op in statements if statements[op]}
+    urls = roadkit_urls(service_port, kept)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    rounds: dict[tuple[str, int], list[tuple[Result, Result, dict[str, float], dict[str, float]]]] = {}
+    profiles: dict[str, str] = {}
     try:
-        for _ in range(routes):
-            # ~10 km by road: 5.5 km north (61 blocks) and 4.5 km east (69 blocks) when the grid is large enough.
-            dy, dx = min(span * 0.9, 0.05), min(span * 0.9, 0.062)
-            x0 = 7.0 + rng.uniform(0, span - dx)
-            y0 = 44.0 + rng.uniform(0, span - dy)
-            started = time.perf_counter()
-            result = await source.route(RouteRequest(((x0, y0), (x0 + dx, y0 + dy)), Cost("car", "fastest"), steps=True))
-            latencies.append((time.perf_counter() - started) * 1000)
-            lengths.append(result.distance / 1000)
+        wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+        wait_http(urls["route"][0])
+        for op in args.ops:
+            for c in args.concurrency:
+                for round_ in range(args.rounds):
+                    name = f"asyncpg direct {op} c={c}"
+                    meter = CpuMeter(postmaster, None)
+                    # On uvloop, as roadkit's workers.
+                    direct, direct_cpu = uvloop.run(direct_load(name, statements[op], dsn, args.pool, c, args.duration, meter))
+                    ours, our_cpu = roadkit_load(f"roadkit {op} c={c}", urls[op], c, args.duration, CpuMeter(postmaster, serve.pid))
+                    print(
+                        f"round {round_ + 1}: {op} c={c}: direct {direct.rps:.1f} req/s p50 {direct.percentile(0.5):.2f} ms, "
+                        f"roadkit {ours.rps:.1f} req/s p50 {ours.percentile(0.5):.2f} ms, ratio {ours.rps / direct.rps:.2f}"
+                        f"\n  direct  {cpu_line(direct_cpu)}\n  roadkit {cpu_line(our_cpu)}",
+                        flush=True,
+                    )
+                    rounds.setdefault((op, c), []).append((direct, ours, direct_cpu, our_cpu))
+        if args.profile:
+            folder = args.profile_out or workdir
+            folder.mkdir(parents=True, exist_ok=True)
+            for op in args.ops:
+                profiles[op] = profile(serve.pid, urls[op], args.profile, max(args.concurrency), folder / f"pgrouting-{op}.txt")
     finally:
-        await source.disconnect()
-    return count, statistics.median(latencies), statistics.fmean(lengths)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(serve.pid, signal.SIGTERM)
+        serve.wait()
+    print(
+        f"\n{len(kept['route'])} Monaco routes and {len(kept['isochrone'])} isochrone points; pool of {args.pool} on both sides; "
+        f"roadkit workers {args.workers}; statements per request "
+        + ", ".join(f"{op} {n:.1f}" for op, n in round_trips.items())
+        + " (no reset query: the pools keep their sessions)"
+    )
+    for (op, c), measured in rounds.items():
+        what = "car routes with steps" if op == "route" else "5-minute car isochrones"
+        direct = max((m[0] for m in measured), key=lambda r: r.rps)
+        ours = max((m[1] for m in measured), key=lambda r: r.rps)
+        report(f"Monaco {what}, {c} client(s), best rounds", direct, ours, min_ratio=0.8, max_extra_p50_ms=2.0)
+        ratios = [m[1].rps / m[0].rps for m in measured]
+        extras = [m[1].percentile(0.5) - m[0].percentile(0.5) for m in measured]
+        print(
+            f"per-round ratios {' '.join(f'{r:.2f}' for r in ratios)}, median {statistics.median(ratios):.2f}; "
+            f"per-round p50 differences {' '.join(f'{e:+.2f}' for e in extras)} ms, median {statistics.median(extras):+.2f} ms"
+            " (a loaded machine: trust the medians more than the best rounds)"
+        )
+        for side, index in (("direct ", 2), ("roadkit", 3)):
+            median = {name: statistics.median(m[index][name] for m in measured) for name in measured[0][index]}
+            print(f"{side} median {cpu_line(median)}")
+    for op, summary in profiles.items():
+        print(f"\nProfile of roadkit's workers, {op}s, {max(args.concurrency)} clients:\n{summary}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--pool", type=int, default=8, help="connections of both clients' pools")
+    parser.add_argument("--pool", type=int, default=8, help="connections of the direct pool, and of roadkit's workers' pools in all")
+    parser.add_argument("--workers", default="auto", help='roadkit worker processes: a number or "auto" (one per core, the demo\'s)')
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--scale-routes", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best round of each side is reported")
-    parser.add_argument("--ops", nargs="+", default=["route", "isochrone"], choices=["route", "isochrone"])
+    parser.add_argument("--ops", nargs="*", default=["route", "isochrone"], choices=["route", "isochrone"], help="none: the scale only")
+    parser.add_argument("--profile", type=float, default=0.0, metavar="S", help="then py-spy roadkit's workers for S seconds per op")
+    parser.add_argument("--profile-out", type=Path, default=None, help="keep py-spy's raw stacks in this folder")
     args = parser.parse_args()
 
     with private_cluster() as cluster, tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         dsn = cluster.create_database("bench", ("postgis", "pgrouting", "hstore"))
+        postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
         monaco_graph(dsn, cluster.bindir)
-        service_port, admin_port = free_port(), free_port()
-        server = write_config(workdir, dsn, "monaco", args.pool, service_port, admin_port)
-        pairs = random_pairs(args.requests)
-        rng = random.Random(11)
-        xmin, ymin, xmax, ymax = MONACO_BBOX
-        points = [(round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)) for _ in range(args.requests)]
-        statements, kept = asyncio.run(recorded_requests(workdir, pairs, points))
-        urls = roadkit_urls(service_port, kept)
-        pin_client()
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=pin_server,
-        )
-        results: dict[tuple[str, int], tuple[Result, Result]] = {}
-        ratios: dict[tuple[str, int], list[float]] = {}
-        try:
-            wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
-            for op in args.ops:
-                for c in args.concurrency:
-                    for round_ in range(args.rounds):
-                        # The direct client issues the SQL from the server core, as roadkit does.
-                        pin_server()
-                        direct = asyncio.run(direct_load(f"asyncpg direct {op} c={c}", statements[op], dsn, args.pool, c, args.duration))
-                        pin_client()
-                        ours = load(
-                            f"roadkit {op} c={c}", urls[op], concurrency=c, duration=args.duration, check=lambda status, body: status == 200
-                        )
-                        print(
-                            f"round {round_ + 1}: {op} c={c}: direct {direct.rps:.1f} req/s p50 {direct.percentile(0.5):.2f} ms, "
-                            f"roadkit {ours.rps:.1f} req/s p50 {ours.percentile(0.5):.2f} ms, ratio {ours.rps / direct.rps:.2f}",
-                            flush=True,
-                        )
-                        ratios.setdefault((op, c), []).append(ours.rps / direct.rps)
-                        best = results.get((op, c))
-                        results[(op, c)] = (
-                            direct if best is None or direct.rps > best[0].rps else best[0],
-                            ours if best is None or ours.rps > best[1].rps else best[1],
-                        )
-        finally:
-            serve.terminate()
-            serve.wait()
-        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-        print(f"\n{len(kept['route'])} Monaco routes and {len(kept['isochrone'])} isochrone points; pool of {args.pool} on both sides")
-        for (op, c), (direct, ours) in results.items():
-            what = "car routes with steps" if op == "route" else "5-minute car isochrones"
-            report(f"Monaco {what}, {c} client(s)", direct, ours, min_ratio=0.8, max_extra_p50_ms=2.0)
-            rounds = ratios[(op, c)]
-            print(
-                f"per-round ratios {' '.join(f'{r:.2f}' for r in rounds)}, median {statistics.median(rounds):.2f}"
-                " (a loaded machine: trust the median more than the best rounds)"
-            )
-        print("\nScale: ~10 km car routes on synthetic grids (same schema), through the source")
+        if args.ops:
+            overhead(args, workdir, dsn, postmaster)
+        if args.sizes:
+            print("\nScale: car routes on synthetic grids (same schema), through the source")
         for size in args.sizes:
-            count, p50, km = asyncio.run(scale(dsn, workdir, size, args.scale_routes))
+            figures = asyncio.run(scale(dsn, workdir, size, args.scale_routes))
             print(
-                f"{count:>9} edges: route p50 {p50:8.1f} ms (mean route {km:.1f} km)"
+                f"{figures['edges']:>9} edges: ~10 km route p50 {figures['p50']:8.1f} ms (mean route {figures['km']:.1f} km)"
                 + ("  (target <= 200 ms)" if size >= 1_000_000 else "")
             )
+            if "long_p50" in figures:
+                print(
+                    f"{'':>9}        ~{figures['long_km']:.0f} km routes: p50 {figures['long_p50']:.1f} ms with the importance network, "
+                    f"{figures['box_p50']:.1f} ms in the box only; durations differ by {100 * figures['worst']:.3f} % at most"
+                )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ SUSPECTS = {
 }
 
 
-def summarise(raw: Path, top: int = 25) -> str:
+def summarise(raw: Path, top: int = 25, suspects: dict[str, str] | None = None) -> str:
     """Inclusive shares of the suspects and the top functions by own samples, from py-spy's raw output."""
+    suspects = SUSPECTS if suspects is None else suspects
     total = 0
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
@@ -50,11 +51,11 @@ def summarise(raw: Path, top: int = 25) -> str:
         frames = stack.split(";")
         total += count
         own[frames[-1]] += count
-        for name, needle in SUSPECTS.items():
+        for name, needle in suspects.items():
             if any(needle in frame for frame in frames):
                 inclusive[name] += count
     lines = [f"{total} samples"]
-    lines += [f"  {name:<34} {100 * inclusive[name] / max(total, 1):5.1f} %" for name in SUSPECTS if inclusive[name]]
+    lines += [f"  {name:<34} {100 * inclusive[name] / max(total, 1):5.1f} %" for name in suspects if inclusive[name]]
     lines.append("top functions by own samples:")
     lines += [f"  {100 * n / max(total, 1):5.1f} %  {frame}" for frame, n in own.most_common(top)]
     return "\n".join(lines)

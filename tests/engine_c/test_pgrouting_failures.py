@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from roadkit.config.loader import read_source
@@ -127,3 +128,27 @@ def test_database_down_at_start_is_served_once_it_is_up(own_cluster: PrivateClus
     finally:
         if not own_cluster.is_running():
             own_cluster.start()
+
+
+async def test_sources_sharing_a_connection_keep_their_own_time_outs(pg_example: Path, tmp_path: Path) -> None:
+    """A connection remembers the time-out it has: each request runs under its own source's, never another's."""
+    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
+    database = example / "pgrouting.database.toml"
+    database.write_text(database.read_text().replace("pool_size = 4", "pool_size = 1"))  # one connection for both
+    slow = _source(example)
+    hasty = PgRoutingSource.from_config(
+        attrs.evolve(read_source(example / "sources" / "monaco-pgrouting.source"), id="hasty", timeout=0.001)
+    )
+    await slow.connect()
+    await hasty.connect()
+    request = RouteRequest((START, END), Cost("car", "fastest"))
+    try:
+        assert slow._database is hasty._database and slow._database is not None
+        for _ in range(2):
+            assert (await slow.route(request)).distance > 0
+            with pytest.raises(EngineTimeout):
+                await hasty.route(request)
+        assert (await slow.route(request)).distance > 0
+    finally:
+        await hasty.disconnect()
+        await slow.disconnect()

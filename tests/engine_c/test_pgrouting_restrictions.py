@@ -100,13 +100,13 @@ async def middles(dsn: str, schema: str, first: int, last: int) -> tuple[Coord, 
 
 
 async def roadkit_edges(source: PgRoutingSource, points: tuple[Coord, Coord], monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The edges of roadkit's route, car shortest (read from the rows the route is built from)."""
+    """The edges of roadkit's route, car shortest (read from the row the route is built from)."""
     seen: list[int] = []
     build = queries._route_response
 
-    def spy(request: RouteRequest, snapped: list[Any], rows: list[Any], source: PgRoutingSource) -> Any:
-        seen[:] = [row["edge"] for row in rows]
-        return build(request, snapped, rows, source)
+    def spy(request: RouteRequest, snapped: list[Any], row: Any, source: PgRoutingSource) -> Any:
+        seen[:] = row["edges"] or []
+        return build(request, snapped, row, source)
 
     monkeypatch.setattr(queries, "_route_response", spy)
     await source.route(RouteRequest(points, Cost("car", "shortest")))

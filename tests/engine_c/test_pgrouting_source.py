@@ -6,6 +6,7 @@ import itertools
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -108,6 +109,14 @@ async def test_route_equals_direct_pgrouting_call(
     assert getattr(result, measure) == pytest.approx(expected, rel=1e-3, abs=0.5)
     assert len(result.portions) == len(points) - 1
     assert result.distance > 0 and result.duration > 0
+
+
+async def test_requests_of_one_shape_share_one_statement_and_get_their_own_answers(source: PgRoutingSource, pg_dsn: str) -> None:
+    for points in [(START, END), (END, VIA), (VIA, START), (FAR_START, FAR_END)]:
+        expected, _ = await _direct_route(pg_dsn, points, "cost_s_car", "reverse_cost_s_car")
+        result = await source.route(RouteRequest(points, Cost("car", "fastest")))
+        assert result.duration == pytest.approx(expected, rel=1e-3, abs=0.5)
+    assert len(source._statements) == 1, "one statement built for the four requests"
 
 
 async def test_route_geometry_follows_travel_order_and_is_cut_at_the_points(source: PgRoutingSource) -> None:
@@ -235,21 +244,21 @@ async def test_search_box_is_widened_until_a_path_is_found(pg_dsn: str, tmp_path
     example = make_pg_example(tmp_path / "example", pg_dsn)
     narrow = _source(example, **{"margin = 0.01": "margin = 0.00002", "attempts = 2": "attempts = 3"})
     await narrow.connect()
-    boxes: list[tuple[float, ...]] = []
-    original = queries._box
+    scales: list[float | None] = []
+    original = queries._statement
 
-    def recording(points: list[Coord], margin: float, scale: float = 1.0) -> tuple[float, float, float, float]:
-        boxes.append(original(points, margin, scale))
-        return boxes[-1]
+    def recording(source: PgRoutingSource, key: Any, inputs: dict[str, Any], build: Any) -> Any:
+        scales.append(inputs["scale"])  # the box of the snapped points is padded by the margin times this scale
+        return original(source, key, inputs, build)
 
-    monkeypatch.setattr(queries, "_box", recording)
+    monkeypatch.setattr(queries, "_statement", recording)
     points = ((7.4234, 43.73564), (7.4237, 43.73622))  # 70 m apart, 525 m by car (one-ways)
     try:
         expected, _ = await _direct_route(pg_dsn, points, "cost_s_car", "reverse_cost_s_car")
         result = await narrow.route(RouteRequest(points, Cost("car", "fastest")))
         assert result.duration == pytest.approx(expected, rel=1e-3)
-        assert len(boxes) >= 2, "the first box held no path"
-        assert boxes[1][2] - boxes[1][0] > boxes[0][2] - boxes[0][0]
+        assert len(scales) >= 2, "the first box held no path"
+        assert scales[0] == 1 and (scales[1] is None or scales[1] > scales[0])
     finally:
         await narrow.disconnect()
 
@@ -323,3 +332,22 @@ def test_column_names_must_be_identifiers(tmp_path: Path, pg_example: Path) -> N
     (tmp_path / "bad.source").write_text(text)
     with pytest.raises(ConfigurationError, match=r"costs\[0\]\.cost_column: expected an SQL identifier"):
         PgRoutingSource.from_config(read_source(tmp_path / "bad.source"))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["it's", "motorway%", "%s %1$L %% %I", "$rk$; DROP SCHEMA monaco CASCADE; $rk$", "\\'; SELECT pg_sleep(5); --", "é ü\t\n"],
+)
+async def test_values_reach_the_sql_pgrouting_runs_quoted_by_postgresql(pg_dsn: str, value: str) -> None:
+    """The SQL texts pgRouting runs get values only through format('%L'): read back, each is the same value."""
+    from roadkit_pgrouting.sql import Binder
+
+    binder = Binder()
+    inner = binder.text(f"SELECT {binder.ref(value, 'text')} AS v, {binder.ref(2.5, 'float8')} AS f, {binder.expr('41 + 1', 'int8')} AS n")
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        text = await conn.fetchval(binder.statement(f"SELECT {inner}"), *binder.args)
+        row = await conn.fetchrow(text)
+    finally:
+        await conn.close()
+    assert (row["v"], row["f"], row["n"]) == (value, 2.5, 42)

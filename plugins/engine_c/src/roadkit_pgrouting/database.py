@@ -4,6 +4,10 @@ A database is named by a database file or a DSN. Sources that name the same one 
 loop) share one pool, sized by the file's ``pool_size``; the pool closes when its last source
 disconnects. A database file with ``cluster`` runs a private PostgreSQL cluster in that folder
 (``roadkit.pgcluster``), started by the first source and stopped with the pool.
+
+A request is one statement on a pooled connection, and leaves nothing on the session but the
+statement time-out, which each connection remembers (:class:`PgConnection`): so a connection going
+back to the pool needs no ``RESET ALL`` round trip (asyncpg still rolls back a transaction left open).
 """
 
 from __future__ import annotations
@@ -33,6 +37,23 @@ class Database:
     pool: asyncpg.Pool
     cluster: PrivateCluster | None = None
     users: int = 0
+
+
+class PgConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg has no type hints
+    """A pooled connection that knows its statement time-out: a request sets it only when it differs."""
+
+    statement_timeout_ms: int | None = None
+
+    async def use_statement_timeout(self, milliseconds: int) -> None:
+        """Set the statement time-out of the session (no round trip when it is already that)."""
+        if self.statement_timeout_ms != milliseconds:
+            self.statement_timeout_ms = None  # unknown until the SET succeeds
+            await self.execute(f"SET statement_timeout = {int(milliseconds)}")
+            self.statement_timeout_ms = milliseconds
+
+
+async def _keep_session(connection: asyncpg.Connection) -> None:
+    """The pool's reset: nothing to reset (requests set nothing but the remembered time-out)."""
 
 
 _databases: dict[tuple[Any, ...], Database] = {}
@@ -69,6 +90,8 @@ async def _create_pool(settings: DatabaseFile) -> asyncpg.Pool:
         "timeout": settings.connect_timeout,
         "command_timeout": None,
         "server_settings": {"application_name": "roadkit-pgrouting"},
+        "connection_class": PgConnection,
+        "reset": _keep_session,
     }
     if settings.dsn:
         return await asyncpg.create_pool(settings.dsn, **kwargs)

@@ -31,35 +31,37 @@ def reach_sql(
     binder: Binder,
     area: str,
     filters: list[str],
-    start: Any,
-    largest: float,
+    start: tuple[str, str],
 ) -> str:
-    """Per cost value, the concave hull (WKB) of the reached pieces of road."""
+    """CTEs ending with ``hulls``: per cost value, the concave hull (WKB) of the reached pieces of road.
+
+    They read CTE ``box`` (``ok``: the point found its road); ``start`` is the snapped edge and fraction;
+    inputs ``values`` (ascending) and ``largest``.
+    """
     c, rc = quote(cost.cost_column), quote(cost.reverse_cost_column)
     if request.direction == "arrival":  # travel towards the point: every edge taken the other way
         c, rc = rc, c
     where = " AND ".join([area, *filters])
     edges = f"SELECT id, source, target, {c} AS cost, {rc} AS reverse_cost FROM {names['ways']} WHERE {where}"
-    edge = binder.ref(int(start["id"]), "int8")
-    fraction = binder.ref(float(start["fraction"]), "float8")
+    edge, fraction = start
     points = f"SELECT 1 AS pid, {edge} AS edge_id, {fraction} AS fraction"
-    values = binder.array(sorted(set(request.cost_values)), "float8")
-    limit = binder.ref(float(largest), "float8")
-    return f"""
-WITH dd AS (
-  SELECT node, min(agg_cost) AS agg FROM pgr_withPointsDD($rk${edges}$rk$, $rk${points}$rk$, -1, {limit},
-                                                        directed => true, driving_side => 'b', details => false)
-  GROUP BY node
+    values = binder.input("values", "float8[]")
+    limit = binder.input("largest", "float8")
+    return f"""dd AS (
+  SELECT node, min(agg_cost) AS agg
+  FROM box, pgr_withPointsDD({binder.text(edges)}, {binder.text(points)}, -1, {limit},
+                             directed => true, driving_side => 'b', details => false)
+  WHERE box.ok GROUP BY node
 ), e AS (
   SELECT w.the_geom AS g, s.agg AS ca, t.agg AS cb, w.{c} AS c, w.{rc} AS rc
-  FROM {names["ways"]} w LEFT JOIN dd s ON s.node = w.source LEFT JOIN dd t ON t.node = w.target
+  FROM box, {names["ways"]} w LEFT JOIN dd s ON s.node = w.source LEFT JOIN dd t ON t.node = w.target
   WHERE {where} AND w.id <> {edge} AND (s.node IS NOT NULL OR t.node IS NOT NULL)
   UNION ALL
   SELECT ST_LineSubstring(w.the_geom, {fraction}, 1), 0, t.agg, w.{c} * (1 - {fraction}), w.{rc} * (1 - {fraction})
-  FROM {names["ways"]} w LEFT JOIN dd t ON t.node = w.target WHERE w.id = {edge} AND {fraction} < 1
+  FROM box, {names["ways"]} w LEFT JOIN dd t ON t.node = w.target WHERE box.ok AND w.id = {edge} AND {fraction} < 1
   UNION ALL
   SELECT ST_LineSubstring(w.the_geom, 0, {fraction}), s.agg, 0, w.{c} * {fraction}, w.{rc} * {fraction}
-  FROM {names["ways"]} w LEFT JOIN dd s ON s.node = w.source WHERE w.id = {edge} AND {fraction} > 0
+  FROM box, {names["ways"]} w LEFT JOIN dd s ON s.node = w.source WHERE box.ok AND w.id = {edge} AND {fraction} > 0
 ), pieces AS (
   SELECT v.v,
     CASE WHEN e.ca <= v.v AND e.c > 0 THEN ST_LineSubstring(e.g, 0, least(1, (v.v - e.ca) / e.c))
@@ -67,18 +69,19 @@ WITH dd AS (
     CASE WHEN e.cb <= v.v AND e.rc > 0 THEN ST_LineSubstring(e.g, greatest(0, 1 - (v.v - e.cb) / e.rc), 1)
          WHEN e.cb <= v.v THEN ST_EndPoint(e.g) END AS backward
   FROM e CROSS JOIN unnest({values}) AS v(v)
-)
-SELECT v, ST_AsBinary(ST_ConcaveHull(ST_Collect(u.g), {HULL_RATIO})) AS hull
-FROM pieces CROSS JOIN LATERAL unnest(ARRAY[forward, backward]) AS u(g) WHERE u.g IS NOT NULL GROUP BY v ORDER BY v"""
+), hulls AS (
+  SELECT v, ST_AsBinary(ST_ConcaveHull(ST_Collect(u.g), {HULL_RATIO})) AS hull
+  FROM pieces CROSS JOIN LATERAL unnest(ARRAY[forward, backward]) AS u(g) WHERE u.g IS NOT NULL GROUP BY v
+)"""
 
 
-def response(request: IsochroneRequest, start: Coord, rows: list[Any]) -> IsochroneResponse:
-    """One geometry per requested value (request order), nested, valid, containing the start."""
+def response(request: IsochroneRequest, start: Coord, hulls: list[tuple[float, bytes | None]]) -> IsochroneResponse:
+    """One geometry per requested value (request order), nested, valid, containing the start, from (value, hull WKB) pairs."""
     point = shapely.Point(start)
     by_value: dict[float, dict[str, Any]] = {}
     previous: Any = None
-    for row in rows:  # ascending values
-        hull = shapely.from_wkb(row["hull"]) if row["hull"] is not None else None
+    for value, wkb in hulls:  # ascending values
+        hull = shapely.from_wkb(wkb) if wkb is not None else None
         area = None
         if hull is not None and hull.geom_type in ("Polygon", "MultiPolygon") and _square_meters(hull, start) >= MIN_AREA_M2:
             area = shapely.make_valid(hull) if not hull.is_valid else hull
@@ -94,7 +97,7 @@ def response(request: IsochroneRequest, start: Coord, rows: list[Any]) -> Isochr
                 else _orient(polygons)
             )
             previous = area
-            by_value[float(row["v"])] = dict(mapping(area))
+            by_value[float(value)] = dict(mapping(area))
     # Too small for an area: the requested point itself, as the Valhalla source answers.
     default = {"type": "Point", "coordinates": [request.point[0], request.point[1]]}
     return IsochroneResponse(request.point, [by_value.get(float(v), default) for v in request.cost_values])

@@ -88,8 +88,10 @@ class PgSearch:
     """The area a route is searched in: the points' box widened by ``margin`` degrees (at least), then
     multiplied by ``widen`` up to ``attempts`` times when no path is found, then the whole graph.
 
-    ``importance_level`` (with ``storage.importance_column``) lets routes longer than
-    ``importance_from`` metres use the main network (importance <= level) outside the box.
+    With ``storage.importance_column``, a route longer than ``importance_from`` metres (straight line)
+    searches the local streets only within ``margin`` of its points and the main network
+    (importance <= ``importance_level``) in the whole box: its cost grows with its length, not with the
+    number of streets between its points. The last attempt (the whole graph) has no such restriction.
     """
 
     margin: float = 0.01

@@ -1,16 +1,22 @@
 """The three operations as SQL on Road2's schema, and their answers as roadkit responses.
 
-Route: every point is snapped onto the nearest usable edge (a point *on* that edge, not its nearest
-vertex), then ``pgr_trspVia_withPoints`` (with the turn restrictions) or ``pgr_withPointsVia``
-(without) runs on the edges of a box around the points, widened when no path is found. The rows
-come back with the part of each edge actually travelled (first and last edges cut at the points) in
-travel order. Isochrone: ``pgr_withPointsDD`` from the snapped point, one run for the largest value,
-one polygon per value. Nearest: the nearest usable edges, each with its closest point.
+Every request is one statement (one round trip). Route: every point is snapped onto the nearest usable
+edge (a point *on* that edge, not its nearest vertex), then ``pgr_trspVia_withPoints`` (with the turn
+restrictions) or ``pgr_withPointsVia`` (without) runs on the edges of a box around the snapped points,
+and the statement returns the part of each edge actually travelled (first and last edges cut at the
+points) in travel order. When no path is found the box is widened (another statement), at last to the
+whole graph. A long route (``search.importance_from``, with an importance column) searches the local
+streets only in small boxes around its points and the main network (``importance <= importance_level``)
+in between: its cost grows with its length, not with the size of the graph. Isochrone:
+``pgr_withPointsDD`` from the snapped point, one run for the largest value, one polygon per value.
+Nearest: the nearest usable edges, each with its closest point.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -32,7 +38,7 @@ from roadkit.contract import (
 )
 from roadkit_pgrouting import isochrones
 from roadkit_pgrouting.options import PgCost, quote
-from roadkit_pgrouting.sql import Binder, banned, send, weighted
+from roadkit_pgrouting.sql import Binder, banned, weighted
 
 if TYPE_CHECKING:
     from roadkit_pgrouting.source import PgRoutingSource
@@ -43,6 +49,8 @@ WHERE table_schema = $1 AND table_name = ANY($2::text[])
 """
 METERS_PER_DEGREE = 111_320.0
 RESTRICTION_COST = 1e7  # a forbidden turn costs more than any route
+VIA_OPTIONS = "directed => true, strict => true, u_turn_on_edge => true"
+STATEMENTS_KEPT = 256  # statements a source keeps built (per shape of request)
 
 
 def _names(source: PgRoutingSource) -> dict[str, str]:
@@ -59,34 +67,48 @@ def _usable(cost_column: str, reverse_column: str) -> str:
     return f"({quote(cost_column)} > 0 OR {quote(reverse_column)} > 0)"
 
 
-def _envelope(binder: Binder, box: tuple[float, float, float, float]) -> str:
-    refs = [binder.ref(float(v), "float8") for v in box]
-    return f"the_geom && ST_MakeEnvelope({', '.join(refs)}, 4326)"
+def _points(points: Sequence[Coord]) -> dict[str, list[float]]:
+    """The inputs ``xs`` and ``ys`` of :func:`_snap_cte`."""
+    return {"xs": [float(p[0]) for p in points], "ys": [float(p[1]) for p in points]}
 
 
-def _snap_sql(names: dict[str, str], usable: str, filters: list[str], binder: Binder, points: tuple[Coord, ...]) -> str:
-    """The nearest usable edge of every point, the point's place on it, and the snapped point."""
-    where = " AND ".join([usable, *filters])
-    xs, ys = binder.array([p[0] for p in points], "float8"), binder.array([p[1] for p in points], "float8")
-    return f"""
-SELECT q.i::int AS i, e.id, e.fraction, ST_X(e.snapped) AS x, ST_Y(e.snapped) AS y, e.meters
-FROM unnest({xs}, {ys}) WITH ORDINALITY AS q(x, y, i)
-CROSS JOIN LATERAL (
-  SELECT w.id, least(greatest(ST_LineLocatePoint(w.the_geom, p.geom), 1e-7), 1 - 1e-7) AS fraction,
-         ST_ClosestPoint(w.the_geom, p.geom) AS snapped,
-         ST_Distance(w.the_geom::geography, p.geom::geography) AS meters
-  FROM (SELECT ST_SetSRID(ST_MakePoint(q.x, q.y), 4326) AS geom) p, {names["ways"]} w
-  WHERE {where}
-  ORDER BY w.the_geom <-> p.geom LIMIT 1
-) e ORDER BY q.i"""
+def _snap_cte(names: dict[str, str], where: str, binder: Binder) -> str:
+    """CTE ``snap``: the nearest usable edge of every point (inputs ``xs``, ``ys``), the point's place on it, and the snapped point."""
+    xs, ys = binder.input("xs", "float8[]"), binder.input("ys", "float8[]")
+    return f"""snap AS MATERIALIZED (
+  SELECT q.i::int AS i, e.id, e.fraction, ST_X(e.snapped) AS x, ST_Y(e.snapped) AS y, e.meters
+  FROM unnest({xs}, {ys}) WITH ORDINALITY AS q(x, y, i)
+  CROSS JOIN LATERAL (
+    SELECT w.id, least(greatest(ST_LineLocatePoint(w.the_geom, p.geom), 1e-7), 1 - 1e-7) AS fraction,
+           ST_ClosestPoint(w.the_geom, p.geom) AS snapped,
+           ST_Distance(w.the_geom::geography, p.geom::geography) AS meters
+    FROM (SELECT ST_SetSRID(ST_MakePoint(q.x, q.y), 4326) AS geom) p, {names["ways"]} w
+    WHERE {where}
+    ORDER BY w.the_geom <-> p.geom LIMIT 1
+  ) e
+)"""
 
 
-def _box(points: list[Coord], margin: float, scale: float = 1.0) -> tuple[float, float, float, float]:
-    """The points' box padded by a quarter of its size (at least ``margin`` degrees), times ``scale``."""
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
-    span = max(max(xs) - min(xs), max(ys) - min(ys))
-    pad = max(margin, span * 0.25) * scale
-    return (min(xs) - pad, min(ys) - pad, max(xs) + pad, max(ys) + pad)
+def _found_sql(binder: Binder, count: int, radius: float) -> str:
+    """The snapped points as arrays in point order, and ``ok`` when every point found a road near enough."""
+    return f"""SELECT count(*) = {int(count)} AND coalesce(bool_and(meters <= {binder.param(float(radius), "float8")}), false) AS ok,
+         array_agg(i ORDER BY i) AS pids, array_agg(id ORDER BY i) AS ids, array_agg(fraction ORDER BY i) AS fractions,
+         array_agg(x ORDER BY i) AS xs, array_agg(y ORDER BY i) AS ys, array_agg(meters ORDER BY i) AS meters,
+         min(x) AS x0, min(y) AS y0, max(x) AS x1, max(y) AS y1
+  FROM snap"""
+
+
+def _snapped(source: PgRoutingSource, points: Sequence[Coord], row: Any) -> list[tuple[int, float, Coord]]:
+    """(edge, fraction, snapped point) of every point; no road near enough to one of them is no path."""
+    radius = source.options.search.snap_radius
+    ids, meters = row["ids"] or [], row["meters"] or []
+    for index, distance in enumerate(meters):
+        if distance > radius:
+            point = points[index]
+            raise NoPathFound(f"No path found: no road within {radius:g} m of point {point[0]:g},{point[1]:g}")
+    if len(ids) != len(points):
+        raise NoPathFound("No path found: a point has no usable road nearby")
+    return [(e, f, (x, y)) for e, f, x, y in zip(ids, row["fractions"], row["xs"], row["ys"], strict=True)]
 
 
 def _meters(a: Coord, b: Coord) -> float:
@@ -94,68 +116,89 @@ def _meters(a: Coord, b: Coord) -> float:
     return math.hypot((b[0] - a[0]) * math.cos(lat), b[1] - a[1]) * METERS_PER_DEGREE
 
 
-async def _snap(source: PgRoutingSource, binder: Binder, conn: Any, points: tuple[Coord, ...], sql: str) -> list[Any]:
-    """The snapped points of ``sql`` (built by :func:`_snap_sql` before the session, so its values go with the first round trip)."""
-    await send(conn, binder)
-    rows = list(await conn.fetch(sql))
-    radius = source.options.search.snap_radius
-    for row in rows:
-        if row["meters"] > radius:
-            point = points[row["i"] - 1]
-            raise NoPathFound(f"No path found: no road within {radius:g} m of point {point[0]:g},{point[1]:g}")
-    if len(rows) != len(points):
-        raise NoPathFound("No path found: a point has no usable road nearby")
-    return rows
+def _envelope(binder: Binder, x0: str, y0: str, x1: str, y1: str) -> str:
+    refs = [binder.expr(v, "float8") for v in (x0, y0, x1, y1)]
+    return f"the_geom && ST_MakeEnvelope({', '.join(refs)}, 4326)"
 
 
-def _route_sql(
-    source: PgRoutingSource,
-    request: RouteRequest,
-    cost: PgCost,
-    binder: Binder,
-    names: dict[str, str],
-    box: tuple[float, float, float, float],
-    snapped: list[Any],
-    wide: bool,
-) -> str:
-    storage = source.options.storage
+def _search_area(source: PgRoutingSource, binder: Binder, count: int, wide: bool) -> str:
+    """The edges a route searches, on the columns of CTE ``box`` (``pad`` NULL: the whole graph).
+
+    The box of the snapped points padded by a quarter of its size (at least ``margin`` degrees), times
+    the attempt's scale. ``wide`` (a long route): local streets only in boxes of ``margin`` (times the
+    scale) around each point, the main network (importance) in the whole box.
+    """
+    storage, search = source.options.storage, source.options.search
+    area = _envelope(
+        binder,
+        "coalesce(box.x0 - box.pad, -180.0)",
+        "coalesce(box.y0 - box.pad, -90.0)",
+        "coalesce(box.x1 + box.pad, 180.0)",
+        "coalesce(box.y1 + box.pad, 90.0)",
+    )
+    if not (wide and storage.importance_column):
+        return area
+    level = binder.ref(float(search.importance_level), "float8")
+    local = [
+        _envelope(
+            binder,
+            f"box.xs[{k}] - box.near",
+            f"box.ys[{k}] - box.near",
+            f"box.xs[{k}] + box.near",
+            f"box.ys[{k}] + box.near",
+        )
+        for k in range(1, count + 1)
+    ]
+    return f"({' OR '.join(local)} OR ({quote(storage.importance_column)} <= {level} AND {area}))"
+
+
+def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, binder: Binder, wide: bool) -> str:
+    """The whole route as one statement: snapping, search box, pgRouting, edges cut and described; one row of arrays.
+
+    Inputs: the points (``xs``, ``ys``) and the ``scale`` of the box (None: the whole graph).
+    """
+    names = _names(source)
+    search = source.options.search
     columns = source._columns
     constraints = request.constraints
-    area = _envelope(binder, box)
-    if wide and storage.importance_column:
-        area = f"({area} OR {quote(storage.importance_column)} <= {binder.ref(source.options.search.importance_level, 'float8')})"
-    filters = [_usable(cost.cost_column, cost.reverse_cost_column), area, *banned(constraints, columns, binder)]
+    count = len(request.points)
+    usable = _usable(cost.cost_column, cost.reverse_cost_column)
+    bans = banned(constraints, columns, binder)
+    snap = _snap_cte(names, " AND ".join([usable, *bans]), binder)
+    found = _found_sql(binder, count, search.snap_radius)
+    margin, factor = binder.param(float(search.margin), "float8"), binder.input("scale", "float8")
+    area = _search_area(source, binder, count, wide)
     edges = (
         f"SELECT id, source, target, {weighted(quote(cost.cost_column), constraints, columns, binder)} AS cost, "
         f"{weighted(quote(cost.reverse_cost_column), constraints, columns, binder)} AS reverse_cost "
-        f"FROM {names['ways']} WHERE {' AND '.join(filters)}"
+        f"FROM {names['ways']} WHERE {' AND '.join([usable, area, *bans])}"
     )
-    pids = binder.array([r["i"] for r in snapped], "int8")
-    eids = binder.array([r["id"] for r in snapped], "int8")
-    fractions = binder.array([r["fraction"] for r in snapped], "float8")
-    points = f"SELECT pid, edge_id, fraction FROM unnest({pids}, {eids}, {fractions}) AS t(pid, edge_id, fraction)"
-    via = "ARRAY[" + ", ".join(f"-{r['i']}" for r in snapped) + "]::bigint[]"
+    pids, ids, fractions = binder.expr("box.pids", "int8[]"), binder.expr("box.ids", "int8[]"), binder.expr("box.fractions", "float8[]")
+    points = f"SELECT pid, edge_id, fraction FROM unnest({pids}, {ids}, {fractions}) AS t(pid, edge_id, fraction)"
+    via = "ARRAY[" + ", ".join(f"-{i}" for i in range(1, count + 1)) + "]::bigint[]"
     if source._has_restrictions:
         restrictions = (
             f"SELECT {source._restriction_path} AS path, {RESTRICTION_COST}::float8 AS cost "
             f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
         )
-        call = (
-            f"pgr_trspVia_withPoints({_text(edges)}, {_text(restrictions)}, {_text(points)}, {via}, "
-            "directed => true, strict => true, u_turn_on_edge => true)"
-        )
+        call = f"pgr_trspVia_withPoints({binder.text(edges)}, {binder.text(restrictions)}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
     else:
-        call = f"pgr_withPointsVia({_text(edges)}, {_text(points)}, {via}, directed => true, strict => true, u_turn_on_edge => true)"
+        call = f"pgr_withPointsVia({binder.text(edges)}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
     distance, duration = cost.distance, cost.duration
     attributes = _attribute_columns(source, request)
     extra = "".join(f", w.{quote(column)}::text AS {quote('a_' + key)}" for key, column in attributes)
-    return f"""
-WITH r AS (
-  SELECT seq, path_id, node, edge, lead(node) OVER (ORDER BY seq) AS next FROM {call}
+    aggregates = "".join(f", array_agg({quote('a_' + key)} ORDER BY seq) AS {quote('a_' + key)}" for key, _ in attributes)
+    # One JSON array for the geometries of all the edges (one parse): a GeoJSON line per edge, null when nothing is travelled.
+    cut = "ST_AsGeoJSON(CASE WHEN a < b THEN ST_LineSubstring(the_geom, a, b) ELSE ST_Reverse(ST_LineSubstring(the_geom, b, a)) END, 7)"
+    return binder.statement(f"""
+WITH {snap}, found AS (
+  {found}
+), box AS (
+  SELECT found.*, greatest({margin}, greatest(x1 - x0, y1 - y0) * 0.25) * {factor} AS pad, {margin} * {factor} AS near FROM found
+), r AS (
+  SELECT p.seq, p.path_id, p.node, p.edge, lead(p.node) OVER (ORDER BY p.seq) AS next FROM box, {call} AS p WHERE box.ok
 ), pts AS (
-  SELECT -pid AS node, ST_SetSRID(ST_MakePoint(x, y), 4326) AS geom
-  FROM unnest({binder.array([r["i"] for r in snapped], "int8")}, {binder.array([r["x"] for r in snapped], "float8")},
-              {binder.array([r["y"] for r in snapped], "float8")}) AS t(pid, x, y)
+  SELECT -i AS node, ST_SetSRID(ST_MakePoint(x, y), 4326) AS geom FROM snap
 ), seg AS (
   SELECT r.seq, r.path_id, r.edge, w.the_geom, w.{names["name"]}::text AS way_name,
          ST_LineLocatePoint(w.the_geom, coalesce(pa.geom, va.the_geom)) AS a,
@@ -166,21 +209,14 @@ WITH r AS (
   LEFT JOIN pts pa ON pa.node = r.node LEFT JOIN {names["vertices"]} va ON va.id = r.node
   LEFT JOIN pts pb ON pb.node = r.next LEFT JOIN {names["vertices"]} vb ON vb.id = r.next
   WHERE r.edge > 0
+), legs AS (
+  SELECT array_agg(path_id ORDER BY seq) AS path_ids, array_agg(edge ORDER BY seq) AS edges, array_agg(way_name ORDER BY seq) AS way_names,
+         array_agg(abs(b - a) * abs(CASE WHEN a <= b THEN d_fwd ELSE d_rev END) ORDER BY seq) AS distances,
+         array_agg(abs(b - a) * abs(CASE WHEN a <= b THEN t_fwd ELSE t_rev END) ORDER BY seq) AS durations,
+         '[' || string_agg(CASE WHEN a = b THEN 'null' ELSE {cut} END, ',' ORDER BY seq) || ']' AS geometries{aggregates}
+  FROM seg
 )
-SELECT seq, path_id, edge, way_name, abs(b - a) * abs(CASE WHEN a <= b THEN d_fwd ELSE d_rev END) AS distance,
-       abs(b - a) * abs(CASE WHEN a <= b THEN t_fwd ELSE t_rev END) AS duration,
-       CASE WHEN a = b THEN NULL
-            WHEN a < b THEN ST_AsGeoJSON(ST_LineSubstring(the_geom, a, b), 7)
-            ELSE ST_AsGeoJSON(ST_Reverse(ST_LineSubstring(the_geom, b, a)), 7) END AS geometry
-       {"".join(f", {quote('a_' + key)}" for key, _ in attributes)}
-FROM seg ORDER BY seq"""
-
-
-def _text(sql: str) -> str:
-    """An SQL text as a dollar-quoted literal (it holds only identifiers and current_setting calls)."""
-    if "$rk$" in sql:
-        raise ValueError("unexpected dollar-quote in generated SQL")
-    return f"$rk${sql}$rk$"
+SELECT box.ok, box.ids, box.fractions, box.xs, box.ys, box.meters, legs.* FROM box, legs""")
 
 
 def _attribute_columns(source: PgRoutingSource, request: RouteRequest) -> list[tuple[str, str]]:
@@ -193,66 +229,88 @@ def _attribute_columns(source: PgRoutingSource, request: RouteRequest) -> list[t
 
 async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) -> RouteResponse:
     """A route through the request's points; no path in the whole graph is a 404."""
-    names = _names(source)
     search = source.options.search
-    usable = _usable(cost.cost_column, cost.reverse_cost_column)
     attempts = search.attempts + 1
     length = sum(_meters(a, b) for a, b in zip(request.points, request.points[1:], strict=False))
     wide = length >= search.importance_from
-    rows: list[Any] = []
-    snapped: list[Any] = []
+    attributes = tuple(key for key, _ in _attribute_columns(source, request))
     for attempt in range(attempts + 1):
-        binder = Binder()
-        filters = banned(request.constraints, source._columns, binder)
-        snap_sql = _snap_sql(names, usable, filters, binder, request.points)
-        async with source._session(binder) as conn:
-            snapped = await _snap(source, binder, conn, request.points, snap_sql)
-            located = [(r["x"], r["y"]) for r in snapped]
-            # The last try searches the whole graph.
-            box = _box(located, search.margin, search.widen**attempt) if attempt < attempts else (-180.0, -90.0, 180.0, 90.0)
-            sql = _route_sql(source, request, cost, binder, names, box, snapped, wide)
-            await send(conn, binder)
-            rows = list(await conn.fetch(sql))
-        if rows or _same_place(snapped):
+        # The last try searches the whole graph (no box, no importance).
+        last = attempt == attempts
+        inputs: dict[str, Any] = {**_points(request.points), "scale": None if last else search.widen**attempt}
+        narrowed = wide and not last
+        key = ("route", cost, repr(request.constraints), attributes, len(request.points), narrowed)
+        sql, args = _statement(source, key, inputs, functools.partial(_route_sql, source, request, cost, wide=narrowed))
+        row = await source.fetchrow(sql, args)
+        snapped = _snapped(source, request.points, row)
+        if row["path_ids"] or _same_place(snapped):
             break
-    if not rows and not _same_place(snapped):
+    if not row["path_ids"] and not _same_place(snapped):
         raise NoPathFound()
-    return _route_response(request, snapped, rows, source)
+    return _route_response(request, snapped, row, source)
 
 
-def _same_place(snapped: list[Any]) -> bool:
-    return all((r["id"], r["fraction"]) == (snapped[0]["id"], snapped[0]["fraction"]) for r in snapped)
+def _statement(
+    source: PgRoutingSource, key: tuple[Any, ...], inputs: dict[str, Any], build: Callable[[Binder], str]
+) -> tuple[str, list[Any]]:
+    """The statement built by ``build`` and its arguments for ``inputs``; built once per ``key`` (what shapes the
+    statement besides the inputs: cost, constraints, attributes...), then read from the source's cache."""
+    cached = source._statements.get(key)
+    if cached is None:
+        binder = Binder(inputs)
+        cached = (build(binder), binder)
+        if len(source._statements) >= STATEMENTS_KEPT:
+            source._statements.clear()
+        source._statements[key] = cached
+        return cached[0], binder.args
+    return cached[0], cached[1].args_for(inputs)
 
 
-def _route_response(request: RouteRequest, snapped: list[Any], rows: list[Any], source: PgRoutingSource) -> RouteResponse:
-    located = [(float(r["x"]), float(r["y"])) for r in snapped]
-    legs: dict[int, list[Any]] = {}
-    for row in rows:
-        legs.setdefault(row["path_id"], []).append(row)
-    attributes = _attribute_columns(source, request)
+def _same_place(snapped: list[tuple[int, float, Coord]]) -> bool:
+    return all(s[:2] == snapped[0][:2] for s in snapped)
+
+
+def _route_response(request: RouteRequest, snapped: list[tuple[int, float, Coord]], row: Any, source: PgRoutingSource) -> RouteResponse:
+    """Portions and steps from the route's row: consecutive edges of a leg with the same attributes make one step."""
+    located = [s[2] for s in snapped]
+    extra = [(key, row["a_" + key]) for key, _ in _attribute_columns(source, request)]
+    legs: dict[int, list[int]] = {}
+    for index, path_id in enumerate(row["path_ids"] or ()):
+        legs.setdefault(path_id, []).append(index)
+    names, distances, durations = row["way_names"], row["distances"], row["durations"]
+    geometries = orjson.loads(row["geometries"]) if row["geometries"] else []  # one JSON array: a GeoJSON line (or null) per edge
     portions = []
     geometry: list[Coord] = []
-    for index in range(len(located) - 1):
-        leg = legs.get(index + 1, [])
+    for leg_index in range(len(located) - 1):
         steps: list[Step] = []
-        for row in leg:
-            coords = [(c[0], c[1]) for c in orjson.loads(row["geometry"])["coordinates"]] if row["geometry"] else []
-            attrs = {"name": way_name(row["way_name"] or "")}
-            attrs.update({key: row["a_" + key] for key, _ in attributes})
-            if steps and steps[-1].attributes == attrs:
-                last = steps[-1]
-                merged = last.geometry + (coords[1:] if coords and last.geometry and coords[0] == last.geometry[-1] else coords)
-                steps[-1] = Step(merged, last.distance + row["distance"], last.duration + row["duration"], attrs, {})
-            elif coords or not steps:
-                steps.append(Step(coords, row["distance"], row["duration"], attrs, {}))
+        # The step being built: its geometry, distance, duration, attributes.
+        line: list[Coord] = []
+        distance = duration = 0.0
+        attributes: dict[str, Any] | None = None
+        for i in legs.get(leg_index + 1, ()):
+            line_string = geometries[i]
+            coords: list[Coord] = list(map(tuple, line_string["coordinates"])) if line_string else []
+            attrs = {"name": way_name(names[i] or "")}
+            for key, values in extra:
+                attrs[key] = values[i]
+            if attributes is not None and attributes == attrs:
+                line.extend(coords[1:] if coords and line and coords[0] == line[-1] else coords)
+                distance += distances[i]
+                duration += durations[i]
+            elif coords or attributes is None:
+                if attributes is not None:
+                    steps.append(Step(line, distance, duration, attributes, {}))
+                line, distance, duration, attributes = coords, distances[i], durations[i], attrs
+        if attributes is not None:
+            steps.append(Step(line, distance, duration, attributes, {}))
         for step in steps:
             for point in step.geometry:
                 if not geometry or geometry[-1] != point:
                     geometry.append(point)
         portions.append(
             Portion(
-                located[index],
-                located[index + 1],
+                located[leg_index],
+                located[leg_index + 1],
                 sum(s.distance for s in steps),
                 sum(s.duration for s in steps),
                 steps if request.steps else [],
@@ -275,8 +333,8 @@ async def nearest(source: PgRoutingSource, request: NearestRequest) -> NearestRe
     names = _names(source)
     usable = " OR ".join(_usable(c.cost_column, c.reverse_cost_column) for c in source.options.costs)
     binder = Binder()
-    x, y = binder.ref(float(request.point[0]), "float8"), binder.ref(float(request.point[1]), "float8")
-    limit = binder.ref(int(request.number), "int4")
+    x, y = binder.param(float(request.point[0]), "float8"), binder.param(float(request.point[1]), "float8")
+    limit = binder.param(int(request.number), "int4")
     sql = f"""
 SELECT e.id, ST_X(e.snapped) AS x, ST_Y(e.snapped) AS y, ST_Distance(e.snapped::geography, p.geom::geography) AS meters, e.way_name
 FROM (SELECT ST_SetSRID(ST_MakePoint({x}, {y}), 4326) AS geom) p
@@ -284,8 +342,7 @@ CROSS JOIN LATERAL (
   SELECT w.id, ST_ClosestPoint(w.the_geom, p.geom) AS snapped, w.{names["name"]}::text AS way_name FROM {names["ways"]} w
   WHERE {usable} ORDER BY w.the_geom <-> p.geom LIMIT {limit} * 3
 ) e ORDER BY meters"""
-    async with source._session(binder) as conn:
-        rows = await conn.fetch(sql)
+    rows = await source.fetch(sql, binder.args)
     found: dict[tuple[float, float], NearestPoint] = {}
     for row in rows:
         point = (float(row["x"]), float(row["y"]))
@@ -297,26 +354,52 @@ CROSS JOIN LATERAL (
 
 
 async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: PgCost) -> IsochroneResponse:
-    """Nested polygons, one per cost value, from one driving-distance run for the largest value."""
+    """Nested polygons, one per cost value, from one driving-distance run for the largest value (one statement)."""
+    largest = max(request.cost_values)
+    radius = largest + 50 if request.cost.cost_type == "distance" else largest * cost_speed(cost) / 3.6
+    inputs: dict[str, Any] = {
+        **_points((request.point,)),
+        "reach": float(radius),
+        "values": sorted({float(v) for v in request.cost_values}),
+        "largest": float(largest),
+    }
+    key = ("isochrone", cost, repr(request.constraints), request.direction)
+    sql, args = _statement(source, key, inputs, functools.partial(_isochrone_sql, source, request, cost))
+    row = await source.fetchrow(sql, args)
+    snapped = _snapped(source, (request.point,), row)
+    if not row["cost_values"]:
+        raise NoIsochroneFound()
+    return isochrones.response(request, snapped[0][2], list(zip(row["cost_values"], row["hulls"], strict=True)))
+
+
+def _isochrone_sql(source: PgRoutingSource, request: IsochroneRequest, cost: PgCost, binder: Binder) -> str:
+    """The isochrone as one statement: snapping, search box, driving distance, hulls; one row of arrays.
+
+    Inputs: the point (``xs``, ``ys``), the search radius (``reach``, metres), the cost values (``values``) and the largest.
+    """
     names = _names(source)
-    binder = Binder()
     filters = banned(request.constraints, source._columns, binder)
     usable = _usable(cost.cost_column, cost.reverse_cost_column)
-    snap_sql = _snap_sql(names, usable, filters, binder, (request.point,))
-    async with source._session(binder) as conn:
-        snapped = await _snap(source, binder, conn, (request.point,), snap_sql)
-        start = (float(snapped[0]["x"]), float(snapped[0]["y"]))
-        largest = max(request.cost_values)
-        radius = largest + 50 if request.cost.cost_type == "distance" else largest * cost_speed(cost) / 3.6
-        dy = radius / METERS_PER_DEGREE
-        dx = dy / max(0.01, math.cos(math.radians(start[1])))
-        box = (start[0] - dx, start[1] - dy, start[0] + dx, start[1] + dy)
-        sql = isochrones.reach_sql(names, cost, request, binder, _envelope(binder, box), [usable, *filters], snapped[0], largest)
-        await send(conn, binder)
-        rows = list(await conn.fetch(sql))
-    if not rows:
-        raise NoIsochroneFound()
-    return isochrones.response(request, start, rows)
+    snap = _snap_cte(names, " AND ".join([usable, *filters]), binder)
+    found = _found_sql(binder, 1, source.options.search.snap_radius)
+    reach = binder.input("reach", "float8")
+    area = _envelope(
+        binder,
+        "box.xs[1] - box.dx",
+        "box.ys[1] - box.dy",
+        "box.xs[1] + box.dx",
+        "box.ys[1] + box.dy",
+    )
+    start = (binder.expr("box.ids[1]", "int8"), binder.expr("box.fractions[1]", "float8"))
+    hulls = isochrones.reach_sql(names, cost, request, binder, area, [usable, *filters], start)
+    return binder.statement(f"""
+WITH {snap}, found AS (
+  {found}
+), box AS (
+  SELECT found.*, {reach} / {METERS_PER_DEGREE} AS dy, {reach} / {METERS_PER_DEGREE} / greatest(0.01, cos(radians(ys[1]))) AS dx FROM found
+), {hulls}
+SELECT box.ids, box.fractions, box.xs, box.ys, box.meters, h.cost_values, h.hulls
+FROM box, (SELECT array_agg(v ORDER BY v) AS cost_values, array_agg(hull ORDER BY v) AS hulls FROM hulls) h""")
 
 
 def cost_speed(cost: PgCost) -> float:

@@ -1,9 +1,9 @@
 """Source kind ``pgrouting``: routes, isochrones and nearest points on a pgRouting schema, through asyncpg.
 
-Each request takes one connection of the database's shared pool: one statement sets the source's
-statement time-out and the request's values (see :mod:`roadkit_pgrouting.sql`), then the queries
-run; no transaction (the queries only read, and each statement sees committed data anyway), so no
-BEGIN/COMMIT round trips; the pool's ``RESET ALL`` on release clears the settings.
+Each request takes one connection of the database's shared pool and runs one statement (see
+:mod:`roadkit_pgrouting.sql` and :mod:`roadkit_pgrouting.queries`): one round trip, plus a ``SET
+statement_timeout`` when the connection's time-out is not this source's yet. No transaction (the
+statement only reads), no session settings, so no BEGIN/COMMIT and no reset when the connection goes back.
 A lost database makes the source red at once (503 within the time-out, never a hang) and a
 background probe turns it green again when the database answers; no restart is needed.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,7 +41,7 @@ from roadkit.contract import (
 from roadkit_pgrouting import queries
 from roadkit_pgrouting.database import Database, close_database, describe, open_database
 from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
-from roadkit_pgrouting.sql import Binder, send
+from roadkit_pgrouting.sql import Binder
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,8 @@ class PgRoutingSource(Source):
         self._columns: dict[str, str] = {}
         self._has_restrictions = False
         self._restriction_path = "ARRAY[id_from, id_to]::bigint[]"
+        # Statements built for a shape of request (queries._statement); emptied when the schema is read again.
+        self._statements: dict[tuple[Any, ...], tuple[str, Binder]] = {}
         self._probe: asyncio.Task[None] | None = None
         self.cost_table = CostTable(self.id, options.costs)
 
@@ -160,6 +162,7 @@ class PgRoutingSource(Source):
             self.fail(f"table {storage.schema}.{storage.vertices} with a the_geom column not found in the {self.where}")
             raise SourceUnavailable(self.reason)
         self._columns = ways
+        self._statements = {}
         restriction_columns = set(tables.get(storage.restrictions, {}))
         self._has_restrictions = {"id_from", "id_to"} <= restriction_columns
         # roadkit's import writes whole paths (a via-way restriction has 3 edges or more), Road2's tables pairs.
@@ -200,15 +203,26 @@ class PgRoutingSource(Source):
             self.state, self.reason = SourceState.GREEN, ""
             log.info("source %s: the database is back, source green again", self.id)
 
-    @contextlib.asynccontextmanager
-    async def _session(self, binder: Binder) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection with the statement time-out and the binder's values set (one round trip)."""
+    async def fetch(self, sql: str, args: Sequence[Any]) -> list[asyncpg.Record]:
+        """The rows of one statement."""
+        rows: list[asyncpg.Record] = await self._run("fetch", sql, args)
+        return rows
+
+    async def fetchrow(self, sql: str, args: Sequence[Any]) -> asyncpg.Record:
+        """The one row of a statement that always returns one."""
+        row: asyncpg.Record | None = await self._run("fetchrow", sql, args)
+        if row is None:
+            raise EngineError(f"pgRouting could not answer: no row from the statement of source {self.id}")
+        return row
+
+    async def _run(self, method: str, sql: str, args: Sequence[Any]) -> Any:
+        """One statement on a pooled connection with the source's statement time-out; database errors as roadkit errors."""
         if self.state is SourceState.RED or self._database is None:
             raise SourceUnavailable(f"source {self.id} is unavailable: {self.reason or 'not connected'}")
         try:
             async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
-                await send(conn, binder, str(int(self.timeout * 1000)))
-                yield conn
+                await conn.use_statement_timeout(int(self.timeout * 1000))
+                return await getattr(conn, method)(sql, *args)
         except asyncpg.QueryCanceledError:
             raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
         except TimeoutError as exc:

@@ -1,10 +1,11 @@
-"""SQL building blocks: bound values, the edge query pgRouting reads, and constraint predicates.
+"""SQL building blocks: bound values, the SQL texts pgRouting runs, and constraint predicates.
 
-pgRouting functions take the SQL of the graph as *text* that they run themselves, so request values
-cannot be ``$n`` parameters there. Every request value is instead bound with ``set_config`` (a
-bound parameter of our own statement, set on the pooled connection, whose ``RESET ALL`` on release
-clears it) and the text refers to it as ``current_setting('roadkit.pN')::<type>``. The only other text in that SQL is column and table names
-from the configuration, checked as identifiers and double-quoted. No text from a request reaches SQL.
+A request is one statement. Its values are bound parameters (``$n``). pgRouting functions take the SQL
+of the graph as *text* that they run themselves, so that text cannot hold ``$n`` parameters: the
+statement builds it with PostgreSQL's ``format()``, whose ``%L`` quotes each bound value (or each value
+the statement computed, such as a snapped point) as a literal. No request text is ever written into
+SQL by Python: only column and table names from the configuration, checked as identifiers and
+double-quoted. Nothing is set on the session, so a pooled connection keeps no request's values.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import asyncpg
 import attrs
 
 from roadkit.contract import Constraint, EngineError
@@ -58,47 +58,76 @@ def literal_value(value: Any) -> Any:
     return value
 
 
+_MARK = re.compile("\x00(\\d+)\x00")
+
+
 @attrs.define
 class Binder:
-    """Values bound for one transaction; ``ref`` gives the SQL text that reads one back."""
+    """The parameters of one statement, and the values the SQL texts run by pgRouting read.
 
-    values: list[str] = attrs.field(factory=list)
-    sent: int = 0  # values already set on the connection
+    ``param`` is a plain parameter of the statement. ``ref`` (a request value) and ``expr`` (an SQL
+    expression of the statement, e.g. a column of a CTE) give a marked reference that may appear in
+    the statement and in a pgRouting SQL text alike: :meth:`statement` writes it as the expression,
+    :meth:`text` as a ``%L`` of ``format()``.
+    """
+
+    #: The request's own numbers (points, cost values...), which change from one request to the next
+    #: without changing the statement: see :meth:`input` and :meth:`args_for`.
+    inputs: Mapping[str, Any] = attrs.field(factory=dict)
+    args: list[Any] = attrs.field(factory=list)
+    exprs: list[str] = attrs.field(factory=list)
+    slots: dict[int, str] = attrs.field(factory=dict)
+
+    def param(self, value: Any, cast: str) -> str:
+        """A parameter of the statement only (not usable in a pgRouting SQL text)."""
+        self.args.append(value)
+        return f"${len(self.args)}::{cast}"
+
+    def input(self, name: str, cast: str) -> str:
+        """A parameter holding the input ``name``."""
+        self.slots[len(self.args)] = name
+        return self.param(self.inputs[name], cast)
+
+    def args_for(self, inputs: Mapping[str, Any]) -> list[Any]:
+        """The statement's arguments for other inputs (the same statement, e.g. from a cache)."""
+        return [inputs[self.slots[i]] if i in self.slots else value for i, value in enumerate(self.args)]
 
     def ref(self, value: Any, cast: str) -> str:
+        """A request value, sent as text and cast by PostgreSQL (as a condition value of a configuration is)."""
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, float):
             text = repr(value)
         else:
             text = str(value)
-        self.values.append(text)
-        return f"current_setting('roadkit.p{len(self.values)}')::{cast}"
+        self.args.append(text)
+        return self.expr(f"${len(self.args)}::text", cast)
 
-    def array(self, values: Sequence[Any], cast: str) -> str:
-        """A bound array (``{1,2,3}``) of numbers."""
-        return self.ref("{" + ",".join(repr(float(v)) if cast.startswith("float") else str(int(v)) for v in values) + "}", f"{cast}[]")
+    def expr(self, sql: str, cast: str) -> str:
+        """An SQL expression of the statement, usable in a pgRouting SQL text too."""
+        self.exprs.append(sql)
+        return f"(\x00{len(self.exprs)}\x00)::{cast}"
 
-    def pending(self, statement_timeout: str | None = None) -> tuple[str, list[str]] | None:
-        """The statement that sets the values not set yet (and the time-out, when given), and its arguments.
+    def text(self, sql: str) -> str:
+        """The SQL that makes ``sql`` as a text for pgRouting: ``format()`` quoting every reference in."""
+        if "$rk$" in sql:
+            raise ValueError("unexpected dollar-quote in generated SQL")
+        order: list[int] = []
 
-        Session-level settings (no transaction: that saves the BEGIN and COMMIT round trips); the pool's
-        ``RESET ALL`` clears them when the connection goes back. None when there is nothing to set.
-        """
-        names = [("statement_timeout", statement_timeout)] if statement_timeout is not None else []
-        names += [(f"roadkit.p{i}", self.values[i - 1]) for i in range(self.sent + 1, len(self.values) + 1)]
-        self.sent = len(self.values)
-        if not names:
-            return None
-        calls = ", ".join(f"set_config('{name}', ${i}, false)" for i, (name, _) in enumerate(names, 1))
-        return f"SELECT {calls}", [value for _, value in names]
+        def place(match: re.Match[str]) -> str:
+            index = int(match.group(1))
+            if index not in order:
+                order.append(index)
+            return f"%{order.index(index) + 1}$L"
 
+        template = _MARK.sub(place, sql.replace("%", "%%"))
+        if not order:
+            return f"$rk${sql}$rk$"
+        return f"format($rk${template}$rk$, {', '.join(self.exprs[i - 1] for i in order)})"
 
-async def send(conn: asyncpg.Connection, binder: Binder, statement_timeout: str | None = None) -> None:
-    """Set the binder's new values on the connection (one round trip, none when nothing is new)."""
-    pending = binder.pending(statement_timeout)
-    if pending is not None:
-        await conn.execute(pending[0], *pending[1])
+    def statement(self, sql: str) -> str:
+        """The statement's SQL: every reference written as its expression."""
+        return _MARK.sub(lambda match: self.exprs[int(match.group(1)) - 1], sql)
 
 
 def _column(columns: Mapping[str, str], name: str | None, what: str) -> tuple[str, str]:
