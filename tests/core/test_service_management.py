@@ -497,3 +497,26 @@ async def test_a_large_service_document_does_not_freeze_the_administrator(admin:
         created = await creating
         assert created.status_code == 201, created.text
     assert tomllib.loads((admin.root / "large.service.toml").read_text())["application"]["keywords"] == keywords
+
+
+async def test_an_integer_beyond_64_bits_is_a_400_and_a_stored_one_is_still_shown(admin: Admin) -> None:
+    # Found by schemathesis: a service created with limits.max_body_bytes = 10**30 was stored (TOML has no
+    # such integer); from then on GET /services and GET /services/{id} answered 500 for everyone.
+    big = 10**30
+    async with httpx.AsyncClient(timeout=30) as c:
+        body = {"id": "big", "mode": "same-process", "configuration": configuration(free_port(), limits={"max_body_bytes": big})}
+        refused = await c.post(f"{admin.base}/services", json=body)
+        assert refused.status_code == 400, refused.text
+        assert (
+            f"limits.max_body_bytes: expected an integer of at most 64 bits (a TOML file holds no larger), got {big}"
+            in (refused.json()["error"]["message"])
+        )
+        source = await c.put(f"{admin.base}/services/main/sources/a", json={"id": "a", "type": "straightline", "delay": -(2**64)})
+        assert source.status_code == 400 and "delay: expected an integer of at most 64 bits" in source.json()["error"]["message"]
+        # A service file edited by hand with such an integer is shown as it is, never a 500.
+        service_file = admin.root / "service.toml"
+        service_file.write_text(service_file.read_text() + f"\n[limits]\nmax_body_bytes = {big}\n")
+        listed = await c.get(f"{admin.base}/services")
+        assert listed.status_code == 200, listed.text
+        assert listed.json()[0]["configuration"]["limits"]["max_body_bytes"] == big
+        assert (await c.get(f"{admin.base}/services/main")).status_code == 200

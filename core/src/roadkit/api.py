@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,23 @@ class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
+        try:
+            return orjson.dumps(content)
+        except TypeError:
+            # An integer beyond 64 bits (a configuration file edited by hand shown by the admin API):
+            # still a JSON answer, never a 500 for every later request that shows that file.
+            return json.dumps(_orjson_like(content), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _orjson_like(value: Any) -> Any:
+    """``value`` with non-finite floats as null, as orjson writes them (json.dumps would write NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _orjson_like(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_orjson_like(v) for v in value]
+    return value
 
 
 def error_response(exc: Exception) -> JSONResponse:

@@ -18,7 +18,7 @@ import attrs
 
 from roadkit.config.loader import load_service, managed_service, parse_server, parse_service
 from roadkit.config.models import Listener, ManagedService, ServerConfig
-from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, null_problems
+from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, storable_problems
 from roadkit.errors import BadRequest, ConfigurationError, Conflict, RoadkitError
 from roadkit.lifecycle import Lifecycle
 from roadkit.publication import ID_EXPECTED, is_safe_id
@@ -62,7 +62,7 @@ def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
         for key in body
         if key not in ("id", "configuration", *ENTRY_KEYS)
     ]
-    problems.extend(null_problems(body, where))
+    problems.extend(storable_problems(body, where))
     configuration = body.get("configuration")
     if not isinstance(configuration, dict):
         problems.append(f"{where}: configuration: expected an object with the keys of a service file, got {configuration!r}")

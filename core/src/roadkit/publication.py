@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeGuard
 from roadkit.config.files import read_document
 from roadkit.config.loader import load_service, parse_resource, parse_source, read_resources, read_sources
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
-from roadkit.config.writer import dump_toml, null_problems
+from roadkit.config.writer import dump_toml, storable_problems
 from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound, ParameterInvalid
 from roadkit.plugins import Plugins
 from roadkit.projections import ProjectionRegistry
@@ -151,7 +151,7 @@ class ServiceFiles:
             problems.append(f"{where}: id: expected {oid!r} (the id in the URL), got {target['id']!r}")
         if inner is not None:
             data[kind] = target
-        problems.extend(null_problems(data, str(where)))
+        problems.extend(storable_problems(data, str(where)))
         return data
 
     def check_source(self, sid: str, body: Any) -> tuple[Path, str, bool]:

@@ -79,17 +79,24 @@ def atomic_remove(path: Path) -> None:
     _fsync_folder(path.parent)
 
 
-def null_problems(data: Any, where: str, key: str = "") -> list[str]:
-    """Problems for every ``null`` in a JSON document: configuration files have no null value."""
+#: The integers a TOML file holds (64-bit signed); JSON has no such limit.
+TOML_INTEGERS = (-(2**63), 2**63 - 1)
+
+
+def storable_problems(data: Any, where: str, key: str = "") -> list[str]:
+    """Problems for every value of a JSON document that a configuration file can't hold: ``null``,
+    and integers beyond TOML's 64 bits (stored, they broke every later answer that shows the file)."""
     if data is None:
         return [f"{where}: {key or '(top level)'}: null is not allowed (leave the key out instead)"]
+    if isinstance(data, int) and not isinstance(data, bool) and not TOML_INTEGERS[0] <= data <= TOML_INTEGERS[1]:
+        return [f"{where}: {key or '(top level)'}: expected an integer of at most 64 bits (a TOML file holds no larger), got {data}"]
     problems: list[str] = []
     if isinstance(data, Mapping):
         for name, value in data.items():
-            problems.extend(null_problems(value, where, f"{key}.{name}" if key else str(name)))
+            problems.extend(storable_problems(value, where, f"{key}.{name}" if key else str(name)))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            problems.extend(null_problems(value, where, f"{key}[{i}]"))
+            problems.extend(storable_problems(value, where, f"{key}[{i}]"))
     return problems
 
 

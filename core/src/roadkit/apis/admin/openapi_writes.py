@@ -314,7 +314,7 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
             "limits": _closed(
                 {
                     "engine_timeout": _positive("Seconds an engine may take to answer."),
-                    "max_body_bytes": {"type": "integer", "minimum": 1},
+                    "max_body_bytes": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
                     "connect_retry_initial": _positive(
                         "Seconds before a failed source connection is tried again, doubled after each failure."
                     ),
