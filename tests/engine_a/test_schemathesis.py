@@ -45,6 +45,8 @@ def writable_demo(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) 
 WRITE_CONFIG = """
 # A changed configuration is answered once the new workers are ready: seconds on a loaded machine.
 request-timeout = 120.0
+# A write waits for workers to start: seconds on a loaded machine, as long as startup_timeout (120 s).
+checks.max_response_time = 120.0
 
 [parameters]
 "path.service" = "main"
@@ -104,6 +106,8 @@ SERVICES = r"^/services(/\{service\})?$|/restart$"
 #: draws both; a created service is deleted once checked (ROADKIT_FUZZ_DELETE_CREATED).
 SERVICE_WRITES_CONFIG = """
 request-timeout = 120.0
+# A write waits for workers to start: seconds on a loaded machine, as long as startup_timeout (120 s).
+checks.max_response_time = 120.0
 
 [parameters]
 "path.service" = "main"
@@ -112,9 +116,10 @@ request-timeout = 120.0
 mode = "negative"
 
 # A configuration the service can't start with (a start-up time-out of 5e-324 s...): the documented
-# 503; a change leaves the previous configuration serving, a creation creates nothing.
+# 503; a change leaves the previous configuration serving, a creation creates nothing, a restart
+# (a start-up time-out of a second, on a loaded machine) leaves the service as it was.
 [[operations]]
-include-operation-id = ["createService", "modifyService"]
+include-operation-id = ["createService", "modifyService", "restart"]
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 """
 
@@ -122,9 +127,11 @@ checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 #: through the links of the document (the id a creation answers).
 SERVICE_STATES_CONFIG = """
 request-timeout = 120.0
+# A write waits for workers to start: seconds on a loaded machine, as long as startup_timeout (120 s).
+checks.max_response_time = 120.0
 
 [[operations]]
-include-operation-id = ["createService", "modifyService"]
+include-operation-id = ["createService", "modifyService", "restart"]
 checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 """
 
