@@ -229,3 +229,17 @@ def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path
     assert structure({"application": application | {"keywords": ["routing"]}}, _ServiceFile, "service.toml").application.keywords == (
         "routing",
     )
+
+
+def test_a_file_larger_than_any_configuration_is_refused_without_being_read_whole(tmp_path: Path) -> None:
+    # A path given to the admin API may name anything: a projections folder of /proc holds kcore
+    # (terabytes), read whole before. A sparse file stands for it: 64 MiB, read only up to the limit.
+    from roadkit.projections import ProjectionRegistry
+
+    folder = tmp_path / "projections"
+    folder.mkdir()
+    with (folder / "huge.toml").open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024)
+    with pytest.raises(ConfigurationError) as refused:
+        ProjectionRegistry.from_folder(folder)
+    assert f"{folder / 'huge.toml'}: larger than 16777216 bytes: not a configuration document" in refused.value.problems

@@ -18,10 +18,19 @@ class DocumentError(ValueError):
         self.problems = problems
 
 
+#: The largest document read: a configuration file is kilobytes. A path the admin API was given may
+#: name anything (a projections folder of /proc holds kcore, terabytes): at most this much is read.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+
+
 def read_document(path: Path) -> dict[str, Any]:
     """The document in ``path`` as a dict; every failure is a DocumentError naming the file."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_DOCUMENT_BYTES + 1)
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise DocumentError([f"{path}: larger than {MAX_DOCUMENT_BYTES} bytes: not a configuration document"])
+        text = raw.decode("utf-8-sig")
     except FileNotFoundError:
         raise DocumentError([f"{path}: file not found"]) from None
     except (OSError, UnicodeDecodeError) as exc:
