@@ -150,6 +150,11 @@ async def test_steps_merge_edges_of_one_way_and_carry_asked_attributes(source: P
     assert all(set(s.attributes) == {"name"} for s in without.portions[0].steps)
 
 
+async def test_an_attribute_asked_twice_is_given_once(source: PgRoutingSource) -> None:
+    result = await source.route(RouteRequest((START, END), Cost("car", "fastest"), ways_attributes=("tunnel", "name", "tunnel", "name")))
+    assert all(set(s.attributes) == {"name", "tunnel"} for s in result.portions[0].steps)
+
+
 async def test_one_way_streets_give_different_routes_each_way(source: PgRoutingSource) -> None:
     there = await source.route(RouteRequest((START, VIA), Cost("car", "shortest")))
     back = await source.route(RouteRequest((VIA, START), Cost("car", "shortest")))

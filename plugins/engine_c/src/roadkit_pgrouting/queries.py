@@ -223,7 +223,9 @@ def _attribute_columns(source: PgRoutingSource, request: RouteRequest) -> list[t
     """(key, column) of the attributes steps carry: the default ones, then those asked for, once each."""
     configured = {a.key: a for a in source.options.storage.attributes}
     keys = [a.key for a in source.options.storage.attributes if a.default]
-    keys += [k for k in request.ways_attributes if k in configured and k not in keys]
+    for key in request.ways_attributes:  # a key asked twice is one column (it was an SQL error)
+        if key in configured and key not in keys:
+            keys.append(key)
     return [(key, configured[key].column) for key in keys if key != "name"]
 
 
