@@ -1,0 +1,124 @@
+"""CPU per request of each thread of valhalla_service and of roadkit's workers, under the same load.
+
+    python bench/thread_cpu.py [--scenario valhalla-isochrone] [--concurrency 16] [--duration 6] [--rounds 2]
+
+Whole machine, the sweep's settings (valhalla_service with one thread per core, roadkit with
+``workers = "auto"`` and one Actor per worker) and the sweep's requests, the two servers
+alternated. For each thread of each server: CPU time (user, system) per request, page faults and
+context switches per request, read from ``/proc/<pid>/task/<tid>``. A roadkit worker has its event
+loop (the thread whose id is the process id) and one engine thread per Actor; valhalla_service has
+its HTTP and ZeroMQ threads and its worker threads. It says whether a difference is in the engine
+or around it, which the sweep's CPU per process cannot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import MONACO_BBOX, free_port, load, random_pairs, wait_http
+from sweep import CORES, SCENARIOS, engine_command, roadkit_files
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+#: (pid, tid) -> (name, CPU ticks, user ticks, system ticks, minor faults, context switches)
+Tasks = dict[tuple[str, str], tuple[str, int, int, int, int, int]]
+
+
+def tasks(session: int) -> Tasks:
+    """Every thread of the live processes of a session (a server and its workers)."""
+    found: Tasks = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2 :].split()[3]) != session:
+            continue
+        pid = stat.parent.name
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                line = (task / "stat").read_text()
+                status = (task / "status").read_text()
+            except OSError:
+                continue
+            name = line[line.index("(") + 1 : line.rindex(")")]
+            fields = line[line.rindex(")") + 2 :].split()
+            switches = sum(int(n) for n in re.findall(r"voluntary_ctxt_switches:\s+(\d+)", status))
+            user, system = int(fields[11]), int(fields[12])
+            found[(pid, task.name)] = (name, user + system, user, system, int(fields[7]), switches)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", default="valhalla-isochrone", choices=[s for s in SCENARIOS if s.startswith("valhalla")])
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=6.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    if args.scenario.endswith("isochrone"):  # the sweep's points
+        box = MONACO_BBOX
+        points = [((round(rng.uniform(box[0], box[2]), 5), round(rng.uniform(box[1], box[3]), 5)), (0.0, 0.0)) for _ in range(2000)]
+    else:
+        points = random_pairs(2000)
+    engine_path, roadkit_path = SCENARIOS[args.scenario][1], SCENARIOS[args.scenario][2]
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        engine_port, port, admin = free_port(), free_port(), free_port()
+        (workdir / "roadkit").mkdir()
+        server = roadkit_files(workdir / "roadkit", "valhalla", port, admin, workers="auto", threads=1)
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+        engine = subprocess.Popen(engine_command("valhalla", workdir, engine_port, CORES), **quiet)  # type: ignore[call-overload]
+        ours = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], **quiet)  # type: ignore[call-overload]
+        try:
+            wait_http(f"http://127.0.0.1:{engine_port}" + engine_path(*points[0]), 180)
+            wait_http(f"http://127.0.0.1:{admin}/admin/1.0.0/health", 180)
+            wait_http(f"http://127.0.0.1:{port}" + roadkit_path(*points[0]), 180)
+            for _ in range(args.rounds):
+                for who, process, urls in (
+                    ("valhalla_service", engine, [f"http://127.0.0.1:{engine_port}" + engine_path(*p) for p in points]),
+                    ("roadkit", ours, [f"http://127.0.0.1:{port}" + roadkit_path(*p) for p in points]),
+                ):
+                    load("warm-up", urls[:50], concurrency=args.concurrency, duration=0.5, check=lambda s, b: s == 200, warm_up=False)
+                    before = tasks(process.pid)
+                    result = load(
+                        who, urls, concurrency=args.concurrency, duration=args.duration, check=lambda s, b: s == 200, warm_up=False
+                    )
+                    after = tasks(process.pid)
+                    n = max(result.requests, 1)
+                    print(result.line())
+                    total = 0.0
+                    rows = []
+                    for key, (name, cpu, user, system, faults, switches) in after.items():
+                        old = before.get(key, (name, 0, 0, 0, 0, 0))
+                        ms = 1000 * (cpu - old[1]) / TICKS / n
+                        total += ms
+                        if ms:
+                            user_ms, system_ms = 1000 * (user - old[2]) / TICKS / n, 1000 * (system - old[3]) / TICKS / n
+                            rows.append(
+                                (
+                                    ms,
+                                    f"{key[0]:>7}/{key[1]:<7} {name:<16} {ms:.3f} ms (user {user_ms:.3f}, system {system_ms:.3f})"
+                                    f", {(faults - old[4]) / n:.1f} faults, {(switches - old[5]) / n:.2f} switches",
+                                )
+                            )
+                    for _, row in sorted(rows, reverse=True):
+                        print("   ", row)
+                    print(f"    total {total:.3f} ms CPU per request")
+        finally:
+            for process in (engine, ours):
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(30)
+
+
+if __name__ == "__main__":
+    main()
