@@ -426,6 +426,28 @@ class _CountedStreamProtocol(asyncio.StreamReaderProtocol):
         super().connection_lost(exc)
 
 
+class _AnswersHalfClosed:
+    """uvicorn's HTTP protocols answer the requests a client sent before closing its side (a half-close).
+
+    uvicorn's own ``eof_received`` lets asyncio close the connection at the client's end, so a
+    request sent just before it (``printf 'GET ...' | nc -N``, two pipelined requests then the end)
+    was never answered (uvicorn#1264). Here, with a request still in flight, the write side stays
+    open and the last request is answered with ``Connection: close`` (as uvicorn's own graceful
+    shutdown does); with nothing in flight, the connection closes at once as before. Over TLS the
+    connection closes as before: asyncio's SSL transport does not keep a half-closed one open.
+    """
+
+    cycle: Any
+    scheme: str
+
+    def eof_received(self) -> bool | None:
+        cycle = self.cycle  # the last request read; pipelined ones before it are answered first
+        if cycle is None or cycle.response_complete or self.scheme == "https":
+            return None
+        cycle.keep_alive = False
+        return True
+
+
 class _Uvicorn:
     """uvicorn's HTTP protocol (httptools when installed) and lifespan for :class:`SocketServer`.
 
@@ -448,12 +470,14 @@ class _Uvicorn:
             timeout_keep_alive=int(keep_alive),
         )
         self.config.load()
+        base = self.config.http_protocol_class
+        self._protocol_class = type(f"HalfClosed{base.__name__}", (_AnswersHalfClosed, base), {})
         self.state = ServerState()
         self.lifespan = self.config.lifespan_class(self.config)
         self._clock: asyncio.Task[None] | None = None
 
     def protocol(self) -> asyncio.Protocol:
-        protocol: asyncio.Protocol = self.config.http_protocol_class(  # type: ignore[call-arg]
+        protocol: asyncio.Protocol = self._protocol_class(  # type: ignore[call-arg]
             config=self.config, server_state=self.state, app_state=self.lifespan.state
         )
         return protocol
