@@ -126,6 +126,14 @@ def test_the_index_and_unknown_paths(client: TestClient) -> None:
         assert (response.status_code, response.headers.get("allow")) == (405, "GET, HEAD, POST"), method
     missing = client.get("/osrm/1.0.0/resources/x/y")
     assert missing.status_code == 404 and missing.json()["code"] == "InvalidResource", missing.text
+    # A line break (%0A) anywhere in the path still reaches the native API (found by schemathesis: Starlette's
+    # path pattern stops at it, and the answer was the core's 404, not osrm-routed's shape).
+    unknown = client.get("/osrm/1.0.0/x%0Ay/route/v1/car/7.41,43.73;7.42,43.74")
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "InvalidResource"), unknown.text
+    broken = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}%0A")
+    assert (broken.status_code, broken.json()["code"]) == (400, "InvalidUrl"), broken.text
+    elsewhere = client.get("/osrm/1.0.0/x%0A")
+    assert (elsewhere.status_code, elsewhere.json()["code"]) == (404, "InvalidUrl"), elsewhere.text
 
 
 def test_the_demo_serves_the_native_api() -> None:

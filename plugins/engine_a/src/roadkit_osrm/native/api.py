@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
@@ -31,6 +32,22 @@ if TYPE_CHECKING:
     from roadkit.contract import ServiceView
 
 PREFIX = "/osrm/1.0.0"
+
+
+class _AnyText(Convertor[str]):
+    """Any text, line breaks too: Starlette's ``path`` (``.*``) stops at a decoded ``%0A``, and the
+    request would leave the native API for the core's 404 (osrm-routed reads such a URL, and refuses it)."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("osrm_any", _AnyText())
 
 
 def _error(status: int, code: str, message: str) -> Response:
@@ -189,7 +206,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
         *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(base_url(request) + PREFIX), PREFIX),
-        Route("/{resource}/{rest:path}", handler.handle, methods=["GET", "POST"]),
+        Route("/{resource}/{rest:osrm_any}", handler.handle, methods=["GET", "POST"]),
     ]
 
     async def not_found(request: Request) -> Response:
@@ -206,7 +223,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
             )
         return _error(404, "InvalidUrl", f"Not found: {request.url.path}")
 
-    return [*routes, Route("/{path:path}", not_found, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"])]
+    return [*routes, Route("/{path:osrm_any}", not_found, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"])]
 
 
 def openapi(service: ServiceView, base: str) -> dict[str, Any]:
