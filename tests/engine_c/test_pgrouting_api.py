@@ -83,6 +83,22 @@ def test_isochrone_polygon_is_valid_and_contains_the_start(client: TestClient) -
     assert signed > 0, "exterior rings are counter-clockwise (RFC 7946)"
 
 
+def test_a_number_written_with_a_trailing_point_is_read_as_the_document_describes(client: TestClient) -> None:
+    # Found by schemathesis (fuzzing): the document's costValue pattern takes "300." (as points take "7.41,43.73."),
+    # the parameter refused it: a schema-valid request answered 400.
+    import re
+
+    document = client.get("/simple/1.0.0/openapi.json").json()
+    pattern = next(schema["pattern"] for name, schema in document["components"]["schemas"].items() if name.startswith("get-costValue"))
+    assert re.search(pattern, "300.") and re.search(pattern, "60.|300")
+    assert isochrone(client, costValue="300.").json() == isochrone(client, costValue="300").json()
+    assert isochrone(client, costValue="60.|300").status_code == 200
+    for refused in (".5", "300..", "3e2"):
+        assert not re.search(pattern, refused)
+        answer = isochrone(client, costValue=refused)
+        assert answer.status_code == 400 and "Parameter 'costValue' is invalid: expected a number" in answer.json()["error"]["message"]
+
+
 @pytest.mark.parametrize(
     ("profile", "cost_type", "values"),
     [

@@ -176,7 +176,7 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     pids, ids, fractions = binder.expr("box.pids", "int8[]"), binder.expr("box.ids", "int8[]"), binder.expr("box.fractions", "float8[]")
     points = f"SELECT pid, edge_id, fraction FROM unnest({pids}, {ids}, {fractions}) AS t(pid, edge_id, fraction)"
     via = "ARRAY[" + ", ".join(f"-{i}" for i in range(1, count + 1)) + "]::bigint[]"
-    if source._has_restrictions:
+    if source._has_restrictions and cost.turn_restrictions:
         restrictions = (
             f"SELECT {source._restriction_path} AS path, {RESTRICTION_COST}::float8 AS cost "
             f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
