@@ -125,7 +125,9 @@ def busy_cpu_for_browser(hogs: int = 2) -> Iterator[None]:
     heavy load. Only one CPU of the machine is taken; affinities are restored on exit."""
     allowed = os.sched_getaffinity(0)
     one = {max(allowed)}
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]
+    # Each hog spins until its parent is gone, so that a killed test run leaves none behind.
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(hogs)]
     try:
         _pin(_threads_below(os.getpid()), one)
         yield
