@@ -8,7 +8,8 @@ cached dump of the tests, imported when missing).
    processes, ``workers = "auto"``: one per core; the P connections split between the workers' pools);
    the direct client replays, with asyncpg on uvloop and one pool of P connections, the very
    statements roadkit sent for each request (recorded through the source once: the same SQL, the same
-   round trips, the pool's reset query when roadkit's pool runs one). Same random Monaco pairs and
+   round trips, the pool's reset query when roadkit's pool runs one; an isochrone's hulls computed
+   from the reached points, as the source does). Same random Monaco pairs and
    points, car routes with steps and 5-minute car isochrones, 1 and 8 clients. Nothing is pinned:
    PostgreSQL, roadkit's workers (or the direct client) and the HTTP load generator share the
    machine's cores, as on a server running both. Rounds alternate direct and roadkit (``--rounds``);
@@ -47,6 +48,7 @@ from common import MONACO_BBOX, Result, free_port, load, random_pairs, report, w
 from roadkit.config.loader import read_source
 from roadkit.model import Cost, IsochroneRequest, RouteRequest
 from roadkit.pgcluster import private_cluster
+from roadkit_pgrouting import isochrones
 from roadkit_pgrouting.importer import import_osm
 from roadkit_pgrouting.options import DatabaseFile
 from roadkit_pgrouting.source import PgRoutingSource
@@ -241,6 +243,11 @@ async def direct_load(
     )
     latencies: list[float] = []
     index = 0
+    loop = asyncio.get_running_loop()
+
+    def hulls(reached: list[bytes | None]) -> None:
+        for points in reached:
+            isochrones.hull(points)
 
     async def worker(stop_at: float) -> None:
         nonlocal index
@@ -250,7 +257,10 @@ async def direct_load(
             started = time.perf_counter()
             async with pool.acquire() as conn:  # as roadkit: no transaction
                 for method, sql, args in statements:
-                    await getattr(conn, method)(sql, *args)
+                    row = await getattr(conn, method)(sql, *args)
+                    if isinstance(row, asyncpg.Record) and row.get("points") is not None:
+                        # an isochrone: the hulls of the reached points, as roadkit's source computes them (a thread)
+                        await loop.run_in_executor(None, hulls, row["points"])
             latencies.append((time.perf_counter() - started) * 1000)
 
     try:

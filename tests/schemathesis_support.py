@@ -35,9 +35,12 @@ def _start(example: Path) -> tuple[subprocess.Popen[str], str, str]:
     server, service = example / "server.toml", example / "service.toml"
     server.write_text(re.sub(r"port = \d+", f"port = {admin_port}", server.read_text(), count=1))
     service.write_text(re.sub(r"port = \d+", f"port = {service_port}", service.read_text(), count=1))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    # The log goes to a file in the copy: a pipe nobody reads until the end fills up (64 KB) on a long
+    # run, and the administrator then blocks writing a log line (every request of the run times out).
+    with (example / "serve.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=log, stderr=subprocess.STDOUT, text=True
+        )
     return process, f"http://127.0.0.1:{admin_port}/admin/1.0.0", f"http://127.0.0.1:{service_port}/simple/1.0.0"
 
 
@@ -67,7 +70,7 @@ def serve(example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-                process.communicate(timeout=30)
+                process.wait(timeout=30)
     pytest.fail("the demo service did not start")
 
 

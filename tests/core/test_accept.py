@@ -1,11 +1,13 @@
 """The workers' acceptor (roadkit.accept): one connection at a time, left to a less loaded worker for a moment.
 
-On asyncio's loop and on uvloop's (the workers' loop), with real sockets.
+On asyncio's loop and on uvloop's (the workers' loop), with real sockets; and the connections it
+hands to either HTTP server (roadkit.listen.SocketServer) close when their client closes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 from collections.abc import Callable, Coroutine
@@ -14,10 +16,14 @@ from typing import Any
 
 import pytest
 import uvloop
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from roadkit.accept import NOT_ACCEPTING, Acceptor, ConnectionTable, Share
 from roadkit.config.models import Listener
-from roadkit.listen import bind_listener
+from roadkit.listen import SocketServer, bind_listener
 from tests.core.test_children import _self_signed
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
@@ -136,5 +142,105 @@ def test_a_tls_client_that_never_says_hello_is_dropped_after_the_handshake_timeo
         writer.close()
         made[0].close()
         acceptor.close()
+
+    run(loop, main())
+
+
+def _server_side(port: int) -> list[str]:
+    """The states of this machine's TCP sockets on local port ``port`` that the server has not closed.
+
+    ESTABLISHED, or CLOSE_WAIT once the client closed its side; once the server closed a socket, the
+    kernel alone finishes the connection (TIME_WAIT, LAST_ACK...): not listed.
+    """
+    states = {"01": "ESTABLISHED", "08": "CLOSE_WAIT"}
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] in states:
+            found.append(states[fields[3]])
+    return found
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
+def test_a_keep_alive_connection_the_client_closes_is_closed_and_no_longer_counted(
+    http_server: str, scheme: str, loop: str, tmp_path: Path
+) -> None:
+    # hypercorn kept each such connection (its task, and its socket in CLOSE_WAIT) until its keep-alive
+    # time-out, 75 s: a client opening and closing connections piled up descriptors (issue 11).
+    async def hello(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("hello")
+
+    certificate: dict[str, Any] = {}
+    client: ssl.SSLContext | None = None
+    if scheme == "https":
+        _self_signed(tmp_path, "site")
+        certificate = {"certfile": tmp_path / "site.pem", "keyfile": tmp_path / "site.key"}
+        client = ssl.create_default_context()
+        client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
+
+    async def main() -> None:
+        sock = listening()
+        host, port = sock.getsockname()[:2]
+        listener = Listener(host=host, port=port, **certificate)
+        server = SocketServer(Starlette(routes=[Route("/", hello)]), [(listener, sock)], http_server=http_server)
+        await server.start()
+        try:
+            idle = len(asyncio.all_tasks())
+            clients = [await asyncio.open_connection(host, port, ssl=client) for _ in range(8)]
+            for reader, writer in clients:
+                writer.write(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+                head = await reader.readuntil(b"\r\n\r\n")
+                assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(5) == b"hello"
+            assert server.connections() == {"open": 8, "accepted": 8}
+            assert _server_side(port) == ["ESTABLISHED"] * 8
+            for _, writer in clients:
+                writer.close()
+                await writer.wait_closed()
+            # Far below the 75 s keep-alive time-out: the server closes its end once it reads the client's.
+            with contextlib.suppress(TimeoutError):
+                await until(lambda: (server.connections()["open"], _server_side(port), len(asyncio.all_tasks())) == (0, [], idle))
+            left = len(asyncio.all_tasks()) - idle  # hypercorn's task of each connection, and its keep-alive timer
+            assert (server.connections()["open"], _server_side(port), left) == (0, [], 0)
+        finally:
+            await server.stop()
+            sock.close()
+
+    run(loop, main())
+
+
+@pytest.mark.parametrize("requests", [1, 2])
+@pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_client_that_half_closes_after_its_requests_is_answered_then_closed(loop: str, http_server: str, requests: int) -> None:
+    # The requests and the client's end arrive together: they are answered first, then the connection
+    # closes (hypercorn kept it, the socket in CLOSE_WAIT, for its 75 s keep-alive time-out; uvicorn
+    # closed it at the client's end without answering).
+    async def hello(request: Request) -> PlainTextResponse:
+        await asyncio.sleep(0.05)  # the end arrives while the request is in flight
+        return PlainTextResponse("hello")
+
+    async def main() -> None:
+        sock = listening()
+        host, port = sock.getsockname()[:2]
+        server = SocketServer(Starlette(routes=[Route("/", hello)]), [(Listener(host=host, port=port), sock)], http_server=http_server)
+        await server.start()
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n" * requests)
+            writer.write_eof()
+            answer, closed = b"", False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10):
+                    while chunk := await reader.read(65536):
+                        answer += chunk
+                    closed = True  # by the server
+            assert (answer.count(b"HTTP/1.1 200"), answer.endswith(b"hello"), closed) == (requests, True, True), answer
+            writer.close()
+            await until(lambda: _server_side(port) == [])
+        finally:
+            await server.stop()
+            sock.close()
 
     run(loop, main())

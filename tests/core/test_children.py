@@ -78,8 +78,14 @@ async def green(client: httpx.AsyncClient, example: Example) -> bool:
 
 
 @pytest.fixture
-async def running(tmp_path: Path, osrm_example: Path) -> AsyncIterator[tuple[Example, Administrator, httpx.AsyncClient]]:
+async def running(
+    request: pytest.FixtureRequest, tmp_path: Path, osrm_example: Path
+) -> AsyncIterator[tuple[Example, Administrator, httpx.AsyncClient]]:
     example = Example(tmp_path / "monaco", osrm_example)
+    http_server = getattr(request, "param", None)  # the default server unless a test names one
+    if http_server is not None:
+        service = example.root / "service.toml"
+        service.write_text(service.read_text() + f'\n[http]\nserver = "{http_server}"\n')
     admin = example.administrator()
     await admin.start()
     try:
@@ -222,6 +228,7 @@ async def test_a_worker_that_does_not_answer_is_unknown_and_counts_as_red(
     await wait_for(lambda: green(client, example), timeout=10)
 
 
+@pytest.mark.parametrize("running", ["uvicorn", "hypercorn"], indirect=True)
 async def test_restarts_under_load_lose_no_request(running: tuple[Example, Administrator, httpx.AsyncClient]) -> None:
     example, admin, client = running
     fresh, kept = Load(example.service, clients=3), Load(example.service, clients=3, keepalive=True)

@@ -327,6 +327,27 @@ async def test_the_admin_openapi_document_covers_every_write_endpoint(running: R
     assert viewer.status_code == 200 and "openapi.json" in viewer.text
 
 
+async def test_a_blank_service_id_is_a_documented_400_on_every_operation(running: Running) -> None:
+    # Found by schemathesis (fuzzing, negative cases): GET .../%0D/resources answered a 400 its operation did not document.
+    document = (await running.client.get(f"{running.admin}/openapi.json")).json()
+    operations = [
+        (method, path)
+        for path, by_method in document["paths"].items()
+        if path.startswith("/services/{service}")
+        for method in by_method
+        if method != "put"  # a PUT reads its body: tested below with one
+    ]
+    assert len(operations) >= 8
+    for method, path in operations:
+        url = running.admin + path.format(service="%0D", source="a", resource="a", projection="EPSG:4326")
+        answer = await running.client.request(method.upper(), url)
+        assert answer.status_code == 400, (method, path, answer.text)
+        assert "Parameter 'service'" in answer.json()["error"]["message"]
+        assert "400" in document["paths"][path][method]["responses"], (method, path)
+    put = await running.client.put(f"{running.admin}/services/%20/resources/a", json=RESOURCE)
+    assert put.status_code == 400 and "Parameter 'service'" in put.json()["error"]["message"]
+
+
 class RemoteLineSource(StraightLineSource):
     """A remote kind that serves the straightline kind's resources (as osrm-http serves osrm's)."""
 

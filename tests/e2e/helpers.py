@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 DEMO = ("demo", "demo-password")
@@ -83,3 +88,51 @@ def record_requests(page: Any) -> list[Any]:
     seen: list[Any] = []
     page.on("request", lambda request: seen.append(request))
     return seen
+
+
+def _threads_below(root: int) -> list[int]:
+    """Every thread of every process below ``root`` (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # ended meanwhile
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    threads, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            with contextlib.suppress(OSError):
+                threads += [int(tid) for tid in os.listdir(f"/proc/{child}/task")]
+    return threads
+
+
+def _pin(threads: list[int], cpus: set[int]) -> None:
+    for tid in threads:
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            os.sched_setaffinity(tid, cpus)
+
+
+@contextlib.contextmanager
+def busy_cpu_for_browser(hogs: int = 2) -> Iterator[None]:
+    """Load the browser's CPU for real: every thread of the processes this test process started (the
+    browser, its renderers and services) is pinned to one CPU, with ``hogs`` busy-looping processes pinned
+    to the same CPU. The browser's threads then wait behind the hogs at each wake-up, so messages between
+    its processes (storage changes, lock grants) are late and come in any order, as on a machine under
+    heavy load. Only one CPU of the machine is taken; affinities are restored on exit."""
+    allowed = os.sched_getaffinity(0)
+    one = {max(allowed)}
+    # Each hog spins until its parent is gone, so that a killed test run leaves none behind.
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(hogs)]
+    try:
+        _pin(_threads_below(os.getpid()), one)
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+        _pin(_threads_below(os.getpid()), allowed)

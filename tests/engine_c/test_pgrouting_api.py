@@ -20,6 +20,7 @@ from tests.engine_c.conftest import END, FAR_END, FAR_START, START
 ROUTE, ISOCHRONE, NEAREST = "/simple/1.0.0/route", "/simple/1.0.0/isochrone", "/simple/1.0.0/nearest"
 RESOURCE = "monaco-pgrouting"
 GEOD = Geod(ellps="WGS84")
+FLAT_REACH = "7.489052758229215,43.7632662554018"  # at the data's east edge: 2.2 s of car reach a few aligned pieces
 TUNNEL_START, TUNNEL_END = (7.41983, 43.73115), (7.4226, 43.7352)  # the shortest car route takes a tunnel to the port
 
 
@@ -81,6 +82,45 @@ def test_isochrone_polygon_is_valid_and_contains_the_start(client: TestClient) -
     ring = body["geometry"]["coordinates"][0] if body["geometry"]["type"] == "Polygon" else body["geometry"]["coordinates"][0][0]
     signed = sum(a[0] * b[1] - b[0] * a[1] for a, b in itertools.pairwise(ring))
     assert signed > 0, "exterior rings are counter-clockwise (RFC 7946)"
+
+
+def test_an_isochrone_of_a_few_nearly_aligned_pieces_of_road_does_not_crash_the_database(client: TestClient, pg_dsn: str) -> None:
+    # Found by schemathesis (fuzzing): a point at the edge of the data, a cost of 2.2 s: the reached pieces of
+    # road are almost flat, and ST_ConcaveHull on GEOS < 3.12.1 (Debian 12: 3.11.1) crashed the PostgreSQL backend
+    # (libgeos/geos#946, GH-953): every connection of the cluster reset, the request a 503. The hull is the worker's.
+    import asyncio
+
+    async def run() -> None:
+        held = await asyncpg.connect(pg_dsn)  # a backend crash ends every connection: this one too
+        try:
+            single = isochrone(client, point=FLAT_REACH, profile="car", costValue="2.2")
+            assert single.status_code == 200, single.text
+            assert single.json()["geometry"] == {"type": "Point", "coordinates": [7.489052758229215, 43.7632662554018]}
+            several = isochrone(client, point=FLAT_REACH, profile="car", costValue="2.2|1257")
+            assert several.status_code == 200, several.text
+            shapes = {c["costValue"]: c["geometry"]["type"] for c in several.json()["contours"]}
+            assert shapes == {2.2: "Point", 1257.0: "Polygon"}, shapes
+            assert await held.fetchval("SELECT 1") == 1, "no backend crashed"
+        finally:
+            await held.close()
+
+    asyncio.run(run())
+
+
+def test_a_number_written_with_a_trailing_point_is_read_as_the_document_describes(client: TestClient) -> None:
+    # Found by schemathesis (fuzzing): the document's costValue pattern takes "300." (as points take "7.41,43.73."),
+    # the parameter refused it: a schema-valid request answered 400.
+    import re
+
+    document = client.get("/simple/1.0.0/openapi.json").json()
+    pattern = next(schema["pattern"] for name, schema in document["components"]["schemas"].items() if name.startswith("get-costValue"))
+    assert re.search(pattern, "300.") and re.search(pattern, "60.|300")
+    assert isochrone(client, costValue="300.").json() == isochrone(client, costValue="300").json()
+    assert isochrone(client, costValue="60.|300").status_code == 200
+    for refused in (".5", "300..", "3e2"):
+        assert not re.search(pattern, refused)
+        answer = isochrone(client, costValue=refused)
+        assert answer.status_code == 400 and "Parameter 'costValue' is invalid: expected a number" in answer.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

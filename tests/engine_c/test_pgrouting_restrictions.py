@@ -24,6 +24,7 @@ from tests.engine_c.test_pgrouting_failures import _source
 
 SYNTHETIC_OSM = Path(__file__).parent / "restrictions.osm"
 SYNTHETIC = "synthetic"
+CAR_SHORTEST = Cost("car", "shortest")
 EDGES = "SELECT id, source, target, cost_m_car AS cost, reverse_cost_m_car AS reverse_cost FROM {schema}.ways"
 
 
@@ -76,15 +77,16 @@ def holds(route: Sequence[int], path: Sequence[int]) -> bool:
     return any(list(route[i : i + len(path)]) == list(path) for i in range(len(route) - len(path) + 1))
 
 
-async def direct(dsn: str, schema: str, first: int, last: int, restricted: bool) -> list[int]:
-    """pgRouting called by hand on the whole graph, car shortest, from the middle of edge ``first`` to the middle of ``last``."""
+async def direct(dsn: str, schema: str, first: int, last: int, restricted: bool, profile: str = "car") -> list[int]:
+    """pgRouting called by hand on the whole graph, shortest, from the middle of edge ``first`` to the middle of ``last``."""
+    edges = EDGES.format(schema=schema).replace("_car", f"_{profile}")
     points = f"SELECT 1 AS pid, {first}::bigint AS edge_id, 0.5::float8 AS fraction UNION ALL SELECT 2, {last}, 0.5"
     if restricted:
         call = "pgr_trspVia_withPoints($1, $3, $2, ARRAY[-1, -2]::bigint[], directed => true)"
-        args = (EDGES.format(schema=schema), points, f"SELECT path, 1e7::float8 AS cost FROM {schema}.turn_restrictions")
+        args = (edges, points, f"SELECT path, 1e7::float8 AS cost FROM {schema}.turn_restrictions")
     else:
         call = "pgr_withPointsVia($1, $2, ARRAY[-1, -2]::bigint[], directed => true)"
-        args = (EDGES.format(schema=schema), points)
+        args = (edges, points)
     rows = await _fetch(dsn, f"SELECT edge FROM {call} WHERE edge > 0 ORDER BY seq", *args)
     return [r["edge"] for r in rows]
 
@@ -99,8 +101,10 @@ async def middles(dsn: str, schema: str, first: int, last: int) -> tuple[Coord, 
     return (rows[0]["x"], rows[0]["y"]), (rows[1]["x"], rows[1]["y"])
 
 
-async def roadkit_edges(source: PgRoutingSource, points: tuple[Coord, Coord], monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The edges of roadkit's route, car shortest (read from the row the route is built from)."""
+async def roadkit_edges(
+    source: PgRoutingSource, points: tuple[Coord, Coord], monkeypatch: pytest.MonkeyPatch, cost: Cost = CAR_SHORTEST
+) -> list[int]:
+    """The edges of roadkit's route, car shortest unless told (read from the row the route is built from)."""
     seen: list[int] = []
     build = queries._route_response
 
@@ -109,7 +113,7 @@ async def roadkit_edges(source: PgRoutingSource, points: tuple[Coord, Coord], mo
         return build(request, snapped, row, source)
 
     monkeypatch.setattr(queries, "_route_response", spy)
-    await source.route(RouteRequest(points, Cost("car", "shortest")))
+    await source.route(RouteRequest(points, cost))
     monkeypatch.undo()
     return seen
 
@@ -239,6 +243,21 @@ async def test_synthetic_restriction_leaves_the_turns_it_does_not_name(
     path = (await _fetch(dsn, f"SELECT path FROM {SYNTHETIC}.turn_restrictions WHERE osm_id = 1"))[0]["path"]
     detour = await roadkit_edges(synthetic_source, await middles(dsn, SYNTHETIC, path[0], path[-1]), monkeypatch)
     assert detour[:2] == path[:2], "the route still takes the first via edge, then the cross street"
+
+
+async def test_synthetic_pedestrian_cost_without_turn_restrictions_takes_the_forbidden_turn(
+    synthetic: tuple[str, dict[str, int], list[str]], synthetic_source: PgRoutingSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example's pedestrian costs set ``turn_restrictions = false`` (OSM's restrictions are for vehicles):
+    their routes are pgRouting's without the restrictions, while the car's still avoid the forbidden path."""
+    dsn = synthetic[0]
+    for relation in (1, 3):  # via ways: no_left_turn split in two edges, no_straight_on over two via ways
+        path = (await _fetch(dsn, f"SELECT path FROM {SYNTHETIC}.turn_restrictions WHERE osm_id = $1", relation))[0]["path"]
+        points = await middles(dsn, SYNTHETIC, path[0], path[-1])
+        walked = await roadkit_edges(synthetic_source, points, monkeypatch, Cost("pedestrian", "shortest"))
+        assert holds(walked, path), (relation, walked, list(path))
+        assert walked == await direct(dsn, SYNTHETIC, path[0], path[-1], restricted=False, profile="pedestrian")
+        assert not holds(await roadkit_edges(synthetic_source, points, monkeypatch), path)
 
 
 # The resolution alone, on hand-made edges.

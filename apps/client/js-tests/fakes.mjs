@@ -387,3 +387,153 @@ export async function makeWorld(o = {}) {
   };
   return { clock, iam, fetch: fetchFn, env, location, history, navigations, window: win, document: doc, live, channelMessages };
 }
+
+/**
+ * The subset of IndexedDB the refresh hand-off uses (open + upgrade, object stores keyed by a
+ * keyPath, put/get/getAll/delete, transaction completion), shared by the tabs that hold the same
+ * instance and consistent across them, as in browsers. Requests complete asynchronously, in order.
+ */
+export class FakeIndexedDB {
+  constructor() {
+    this.databases = new Map(); // name -> {version, stores: Map<storeName, {keyPath, rows: Map}>}
+    this.opened = 0;
+  }
+
+  /** Every row of every store, for assertions. */
+  rows() {
+    return [...this.databases.values()].flatMap((db) => [...db.stores.values()].flatMap((s) => [...s.rows.values()]));
+  }
+
+  open(name, version = 1) {
+    const req = { result: null, error: null, onsuccess: null, onerror: null, onupgradeneeded: null, onblocked: null };
+    setImmediate(() => {
+      this.opened += 1;
+      let db = this.databases.get(name);
+      const upgrade = !db || db.version < version;
+      if (!db) {
+        db = { version: 0, stores: new Map() };
+        this.databases.set(name, db);
+      }
+      req.result = this.#connection(db);
+      if (upgrade) {
+        db.version = version;
+        req.onupgradeneeded?.({ target: req });
+      }
+      req.onsuccess?.({ target: req });
+    });
+    return req;
+  }
+
+  #connection(db) {
+    return {
+      onversionchange: null,
+      close() {},
+      createObjectStore(storeName, { keyPath }) {
+        db.stores.set(storeName, { keyPath, rows: new Map() });
+      },
+      transaction(storeName) {
+        const tx = { oncomplete: null, onerror: null, onabort: null, error: null };
+        const queue = [];
+        const run = () => {
+          const next = queue.shift();
+          if (next) {
+            next();
+            setImmediate(run);
+          } else {
+            tx.oncomplete?.();
+          }
+        };
+        setImmediate(run);
+        const request = (fn) => {
+          const req = { result: undefined, onsuccess: null, onerror: null };
+          queue.push(() => {
+            req.result = fn();
+            req.onsuccess?.({ target: req });
+          });
+          return req;
+        };
+        tx.objectStore = () => {
+          const store = db.stores.get(storeName);
+          return {
+            put: (value) => request(() => store.rows.set(value[store.keyPath], structuredClone(value)) && value[store.keyPath]),
+            get: (key) => request(() => structuredClone(store.rows.get(key))),
+            getAll: () => request(() => [...store.rows.values()].map((v) => structuredClone(v))),
+            delete: (key) => request(() => void store.rows.delete(key)),
+          };
+        };
+        return tx;
+      },
+    };
+  }
+}
+
+/**
+ * localStorage as Chromium gives it to tabs in different renderer processes: each tab reads and
+ * writes its own copy, and a write reaches the other tabs' copies later (then their `storage`
+ * event fires). `hold()` keeps writes from propagating until `deliver()`; otherwise they arrive
+ * on the next macrotask.
+ */
+export class TabStorages {
+  #views = [];
+  #pending = [];
+  #held = false;
+
+  /** A new tab's copy (initialised from the first tab's), whose `storage` events go to `win`. */
+  view(win) {
+    const data = new MemoryStorage();
+    const source = this.#views[0]?.data;
+    for (let i = 0; source && i < source.length; i += 1) data.setItem(source.key(i), source.getItem(source.key(i)));
+    const entry = { data, win };
+    this.#views.push(entry);
+    const send = (key, oldValue, newValue) => {
+      this.#pending.push({ from: entry, key, oldValue, newValue });
+      setImmediate(() => {
+        if (!this.#held) this.deliver();
+      });
+    };
+    return {
+      get length() {
+        return data.length;
+      },
+      key: (i) => data.key(i),
+      getItem: (k) => data.getItem(k),
+      setItem: (k, v) => {
+        const old = data.getItem(k);
+        data.setItem(k, v);
+        send(String(k), old, String(v));
+      },
+      removeItem: (k) => {
+        const old = data.getItem(k);
+        data.removeItem(k);
+        send(String(k), old, null);
+      },
+      clear: () => {
+        data.clear();
+        send(null, null, null);
+      },
+    };
+  }
+
+  /** Keep writes in flight until `deliver()`. */
+  hold() {
+    this.#held = true;
+  }
+
+  /**
+   * Propagate the writes in flight (the first `count` ones, else all) to the other tabs' copies
+   * and fire their `storage` events; without `count`, stop holding.
+   */
+  deliver(count = Infinity) {
+    if (count === Infinity) this.#held = false;
+    const pending = this.#pending.splice(0, count);
+    for (const change of pending) {
+      for (const view of this.#views) {
+        if (view === change.from) continue;
+        if (change.key === null) view.data.clear();
+        else if (change.newValue === null) view.data.removeItem(change.key);
+        else view.data.setItem(change.key, change.newValue);
+        view.win?.dispatch('storage', { key: change.key, oldValue: change.oldValue, newValue: change.newValue });
+      }
+    }
+  }
+}

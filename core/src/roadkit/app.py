@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -64,6 +65,14 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def _mount(prefix: str, routes: list[BaseRoute]) -> Mount:
+    """An API's routes under its prefix, for any path below it: Starlette's ``.*`` stops at a decoded
+    line break (``%0A``), and such a request would miss the API's own answers (its 404 shape, a parser's 400)."""
+    mount = Mount(prefix, routes=routes)
+    mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)
+    return mount
+
+
 def service_routes(service: Service) -> list[BaseRoute]:
     """The routes of every API the service's configuration lists (plugins contribute APIs)."""
     available = service.plugins.apis()
@@ -75,7 +84,7 @@ def service_routes(service: Service) -> list[BaseRoute]:
             known = ", ".join(f"{n}/{v}" for n, v in sorted(available)) or "none"
             problems.append(f"{service.config.path}: apis: no installed plugin serves {ref.name}/{ref.version} (available: {known})")
             continue
-        routes.append(Mount(api.prefix, routes=api.routes(service)))
+        routes.append(_mount(api.prefix, api.routes(service)))
     if problems:
         raise ConfigurationError(problems)
     return routes

@@ -13,6 +13,9 @@ measurably faster, so it is the default). Its stop
 is a drain: stop accepting, answer for a moment with ``Connection: close`` (connections accepted
 just before send their request, keep-alive clients move to the new workers), then close idle
 connections and finish the requests in flight.
+
+A connection its client closes is closed at once on either server (hypercorn on its own keeps it,
+task and socket, until its keep-alive time-out: see :class:`_ClientStream`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import os
 import socket
 import ssl
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -184,9 +188,11 @@ class SocketServer:
         #: This worker's slot among its service's workers, where it says how many connections it holds.
         self.share = share
         self._tasks: set[asyncio.Task[Any]] = set()
-        #: hypercorn's connections whose client has not closed (its task lingers until the keep-alive time-out).
+        #: hypercorn's connections whose client has not closed.
         self._clients: set[asyncio.StreamReaderProtocol] = _Counted(self._publish)
-        self._context = WorkerContext(None)
+        #: hypercorn's context of each connection (see _ClientStream; gone with its connection), and whether the server stops.
+        self._contexts: weakref.WeakSet[_ConnectionContext] = weakref.WeakSet()
+        self._terminated = False
         self._state: dict[str, Any] = {}
         self._lifespan: Lifespan | None = None
         self._lifespan_task: asyncio.Task[None] | None = None
@@ -231,14 +237,19 @@ class SocketServer:
             await self._lifespan.wait_for_startup()
 
             async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                assert isinstance(reader, _ClientStream)
                 task = asyncio.current_task()
                 assert task is not None
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-                await TCPServer(self.app, loop, self.config, self._context, self._state, reader, writer)  # type: ignore[arg-type]
+                await TCPServer(self.app, loop, self.config, reader.context, self._state, reader, writer)  # type: ignore[arg-type]
 
             def factory() -> asyncio.BaseProtocol:  # what asyncio.start_server makes for each connection
-                return _CountedStreamProtocol(asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop), connection, loop, self._clients)
+                context = _ConnectionContext()
+                self._contexts.add(context)
+                if self._terminated:  # accepted while the server stops: served like the others, then closed
+                    context.terminated.now()
+                return _CountedStreamProtocol(_ClientStream(context, limit=STREAM_LIMIT, loop=loop), connection, loop, self._clients)
 
         for listener, sock in self._bound:
             # Not loop.create_server: it takes every waiting connection at once (see roadkit.accept).
@@ -294,7 +305,10 @@ class SocketServer:
             await self._uvicorn.shutdown(self.config.graceful_timeout)
             self._uvicorn = None
             return
-        await self._context.terminated.set()
+        # hypercorn closes idle connections now, and the others once their response is sent.
+        self._terminated = True
+        for context in self._contexts:
+            context.terminated.now()
         if self._tasks:
             _, pending_tasks = await asyncio.wait(set(self._tasks), timeout=self.config.graceful_timeout)
             for task in pending_tasks:
@@ -324,6 +338,68 @@ class _Counted(set[Any]):
         self.changed()
 
 
+class _Flag:
+    """hypercorn's event interface (``hypercorn.typing.Event``) on an asyncio.Event, which :meth:`now` sets at once."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+
+    def now(self) -> None:
+        self.event.set()
+
+    async def set(self) -> None:
+        self.event.set()
+
+    async def clear(self) -> None:
+        self.event.clear()
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+class _ConnectionContext(WorkerContext):
+    """hypercorn's worker context for ONE connection: ``terminated`` when the server stops or the client closed.
+
+    With ``terminated`` set, hypercorn closes the connection at once if it is idle (its keep-alive
+    timer waits on it), or once the response in flight is sent (it does not wait for another request).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.terminated: _Flag = _Flag()
+
+
+class _ClientStream(asyncio.StreamReader):
+    """What hypercorn reads a connection from; sets its context's ``terminated`` once all the client sent is read.
+
+    hypercorn's TCPServer (0.18) stops reading when the client closes its side (it reads until
+    ``at_eof()``, or an empty read), but then waits for its keep-alive timer before it closes the
+    connection: the connection's task, and its socket in CLOSE_WAIT, stayed 75 s after the client
+    left (hypercorn's own ``serve`` does the same). Setting ``terminated`` only once everything was
+    read (not when the end arrives, maybe behind a request) leaves a request sent just before the
+    end (a half-closing client) served, then the connection closed.
+    """
+
+    def __init__(self, context: _ConnectionContext, *, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.context = context
+
+    def at_eof(self) -> bool:
+        ended = super().at_eof()
+        if ended:
+            self.context.terminated.now()
+        return ended
+
+    async def read(self, n: int = -1) -> bytes:
+        data = await super().read(n)
+        if not data and n != 0:
+            self.context.terminated.now()
+        return data
+
+
 class _CountedStreamProtocol(asyncio.StreamReaderProtocol):
     """asyncio.start_server's protocol, in ``clients`` from its connection until the client closes it."""
 
@@ -350,6 +426,28 @@ class _CountedStreamProtocol(asyncio.StreamReaderProtocol):
         super().connection_lost(exc)
 
 
+class _AnswersHalfClosed:
+    """uvicorn's HTTP protocols answer the requests a client sent before closing its side (a half-close).
+
+    uvicorn's own ``eof_received`` lets asyncio close the connection at the client's end, so a
+    request sent just before it (``printf 'GET ...' | nc -N``, two pipelined requests then the end)
+    was never answered (uvicorn#1264). Here, with a request still in flight, the write side stays
+    open and the last request is answered with ``Connection: close`` (as uvicorn's own graceful
+    shutdown does); with nothing in flight, the connection closes at once as before. Over TLS the
+    connection closes as before: asyncio's SSL transport does not keep a half-closed one open.
+    """
+
+    cycle: Any
+    scheme: str
+
+    def eof_received(self) -> bool | None:
+        cycle = self.cycle  # the last request read; pipelined ones before it are answered first
+        if cycle is None or cycle.response_complete or self.scheme == "https":
+            return None
+        cycle.keep_alive = False
+        return True
+
+
 class _Uvicorn:
     """uvicorn's HTTP protocol (httptools when installed) and lifespan for :class:`SocketServer`.
 
@@ -372,12 +470,14 @@ class _Uvicorn:
             timeout_keep_alive=int(keep_alive),
         )
         self.config.load()
+        base = self.config.http_protocol_class
+        self._protocol_class = type(f"HalfClosed{base.__name__}", (_AnswersHalfClosed, base), {})
         self.state = ServerState()
         self.lifespan = self.config.lifespan_class(self.config)
         self._clock: asyncio.Task[None] | None = None
 
     def protocol(self) -> asyncio.Protocol:
-        protocol: asyncio.Protocol = self.config.http_protocol_class(  # type: ignore[call-arg]
+        protocol: asyncio.Protocol = self._protocol_class(  # type: ignore[call-arg]
             config=self.config, server_state=self.state, app_state=self.lifespan.state
         )
         return protocol

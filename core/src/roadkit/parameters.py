@@ -21,7 +21,7 @@ from roadkit.model import Constraint, ConstraintKeyType, Coord
 from roadkit.operations import ParameterSpec
 
 _POINT = re.compile(r"^(-?\d+(?:\.\d*)?),(-?\d+(?:\.\d*)?)$")
-_FLOAT = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+_FLOAT = re.compile(r"^[+-]?\d+(?:\.\d*)?$")  # "300." too, as points and the documents take it
 _INTEGER = re.compile(r"^[+-]?\d+$")
 
 

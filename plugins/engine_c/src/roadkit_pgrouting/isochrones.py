@@ -2,10 +2,15 @@
 
 For a value ``v`` an edge counts up to where ``v`` runs out: from an end reached at cost ``c`` the
 part ``(v - c) / edge cost`` of it, so the polygon follows the roads, not the vertices only. The
-reached pieces of road are wrapped in a concave hull (PostGIS ``ST_ConcaveHull``); polygons are then
-made valid, oriented counter-clockwise (RFC 7946), nested (each contains the smaller ones) and
-made to contain the start. A value too small for an area gives a Point at the start, as the
-Valhalla source answers.
+reached pieces of road are wrapped in a concave hull; polygons are then made valid, oriented
+counter-clockwise (RFC 7946), nested (each contains the smaller ones) and made to contain the start.
+A value too small for an area gives a Point at the start, as the Valhalla source answers.
+
+The database sends the reached points, the worker computes the hull (shapely): PostGIS's
+``ST_ConcaveHull`` on GEOS before 3.12.1 (Debian 12 has 3.11.1) crashes the backend on an almost
+flat set of points (libgeos/geos#946, fixed by GH-953), which resets every connection of the cluster;
+a few aligned pieces of road reached from the edge of the data are such a set. shapely's wheels
+carry a recent GEOS; with an older one the convex hull is taken instead.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from roadkit.contract import Coord, IsochroneRequest, IsochroneResponse
 from roadkit_pgrouting.options import PgCost, quote
 from roadkit_pgrouting.sql import Binder
 
-HULL_RATIO = 0.5  # ST_ConcaveHull's target: 1 = convex, smaller = follows the roads more closely
+HULL_RATIO = 0.5  # the concave hull's target: 1 = convex, smaller = follows the roads more closely
+#: GEOS's concave hull crashes on almost flat input before 3.12.1 (libgeos/geos#946).
+CONCAVE_HULL_SAFE = shapely.geos_version >= (3, 12, 1)
 MIN_AREA_M2 = 200.0  # a sliver along one street is no area: such a value answers the start point
 
 
@@ -33,7 +40,7 @@ def reach_sql(
     filters: list[str],
     start: tuple[str, str],
 ) -> str:
-    """CTEs ending with ``hulls``: per cost value, the concave hull (WKB) of the reached pieces of road.
+    """CTEs ending with ``reached``: per cost value ``v``, the points of the reached pieces of road (``points``, WKB).
 
     They read CTE ``box`` (``ok``: the point found its road); ``start`` is the snapped edge and fraction;
     inputs ``values`` (ascending) and ``largest``.
@@ -69,22 +76,32 @@ def reach_sql(
     CASE WHEN e.cb <= v.v AND e.rc > 0 THEN ST_LineSubstring(e.g, greatest(0, 1 - (v.v - e.cb) / e.rc), 1)
          WHEN e.cb <= v.v THEN ST_EndPoint(e.g) END AS backward
   FROM e CROSS JOIN unnest({values}) AS v(v)
-), hulls AS (
-  SELECT v, ST_AsBinary(ST_ConcaveHull(ST_Collect(u.g), {HULL_RATIO})) AS hull
+), reached AS (
+  SELECT v, ST_AsBinary(ST_RemoveRepeatedPoints(ST_Points(ST_Collect(u.g)))) AS points
   FROM pieces CROSS JOIN LATERAL unnest(ARRAY[forward, backward]) AS u(g) WHERE u.g IS NOT NULL GROUP BY v
 )"""
 
 
-def response(request: IsochroneRequest, start: Coord, hulls: list[tuple[float, bytes | None]]) -> IsochroneResponse:
-    """One geometry per requested value (request order), nested, valid, containing the start, from (value, hull WKB) pairs."""
+def hull(points: bytes | None) -> Any:
+    """The hull of the reached points (WKB), or None."""
+    if points is None:
+        return None
+    reached = shapely.from_wkb(points)
+    return shapely.concave_hull(reached, ratio=HULL_RATIO) if CONCAVE_HULL_SAFE else shapely.convex_hull(reached)
+
+
+def response(request: IsochroneRequest, start: Coord, reached: list[tuple[float, bytes | None]]) -> IsochroneResponse:
+    """One geometry per requested value (request order), nested, valid, containing the start, from (value, points WKB) pairs.
+
+    Blocking (hulls of thousands of points): run it off the event loop."""
     point = shapely.Point(start)
     by_value: dict[float, dict[str, Any]] = {}
     previous: Any = None
-    for value, wkb in hulls:  # ascending values
-        hull = shapely.from_wkb(wkb) if wkb is not None else None
+    for value, points in reached:  # ascending values
+        hull_ = hull(points)
         area = None
-        if hull is not None and hull.geom_type in ("Polygon", "MultiPolygon") and _square_meters(hull, start) >= MIN_AREA_M2:
-            area = shapely.make_valid(hull) if not hull.is_valid else hull
+        if hull_ is not None and hull_.geom_type in ("Polygon", "MultiPolygon") and _square_meters(hull_, start) >= MIN_AREA_M2:
+            area = shapely.make_valid(hull_) if not hull_.is_valid else hull_
             if not area.covers(point):
                 area = shapely.union(area, point.buffer(1e-5, 8))
         if previous is not None:

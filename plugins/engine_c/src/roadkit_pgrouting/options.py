@@ -53,6 +53,9 @@ class PgCost:
     reverse_distance_column: str | None = None
     duration_column: str | None = None
     reverse_duration_column: str | None = None
+    #: Routes of this cost honour the source's turn restrictions (Road2: always). OSM's restriction
+    #: relations are for vehicles: the example's pedestrian costs set it false.
+    turn_restrictions: bool = True
 
     @property
     def distance(self) -> tuple[str, str]:

@@ -176,7 +176,7 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     pids, ids, fractions = binder.expr("box.pids", "int8[]"), binder.expr("box.ids", "int8[]"), binder.expr("box.fractions", "float8[]")
     points = f"SELECT pid, edge_id, fraction FROM unnest({pids}, {ids}, {fractions}) AS t(pid, edge_id, fraction)"
     via = "ARRAY[" + ", ".join(f"-{i}" for i in range(1, count + 1)) + "]::bigint[]"
-    if source._has_restrictions:
+    if source._has_restrictions and cost.turn_restrictions:
         restrictions = (
             f"SELECT {source._restriction_path} AS path, {RESTRICTION_COST}::float8 AS cost "
             f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
@@ -371,11 +371,12 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
     snapped = _snapped(source, (request.point,), row)
     if not row["cost_values"]:
         raise NoIsochroneFound()
-    return isochrones.response(request, snapped[0][2], list(zip(row["cost_values"], row["hulls"], strict=True)))
+    reached = list(zip(row["cost_values"], row["points"], strict=True))
+    return await source.run_blocking(isochrones.response, request, snapped[0][2], reached)
 
 
 def _isochrone_sql(source: PgRoutingSource, request: IsochroneRequest, cost: PgCost, binder: Binder) -> str:
-    """The isochrone as one statement: snapping, search box, driving distance, hulls; one row of arrays.
+    """The isochrone as one statement: snapping, search box, driving distance, reached points; one row of arrays.
 
     Inputs: the point (``xs``, ``ys``), the search radius (``reach``, metres), the cost values (``values``) and the largest.
     """
@@ -393,15 +394,15 @@ def _isochrone_sql(source: PgRoutingSource, request: IsochroneRequest, cost: PgC
         "box.ys[1] + box.dy",
     )
     start = (binder.expr("box.ids[1]", "int8"), binder.expr("box.fractions[1]", "float8"))
-    hulls = isochrones.reach_sql(names, cost, request, binder, area, [usable, *filters], start)
+    reach_ctes = isochrones.reach_sql(names, cost, request, binder, area, [usable, *filters], start)
     return binder.statement(f"""
 WITH {snap}, found AS (
   {found}
 ), box AS (
   SELECT found.*, {reach} / {METERS_PER_DEGREE} AS dy, {reach} / {METERS_PER_DEGREE} / greatest(0.01, cos(radians(ys[1]))) AS dx FROM found
-), {hulls}
-SELECT box.ids, box.fractions, box.xs, box.ys, box.meters, h.cost_values, h.hulls
-FROM box, (SELECT array_agg(v ORDER BY v) AS cost_values, array_agg(hull ORDER BY v) AS hulls FROM hulls) h""")
+), {reach_ctes}
+SELECT box.ids, box.fractions, box.xs, box.ys, box.meters, h.cost_values, h.points
+FROM box, (SELECT array_agg(v ORDER BY v) AS cost_values, array_agg(points ORDER BY v) AS points FROM reached) h""")
 
 
 def cost_speed(cost: PgCost) -> float:

@@ -81,6 +81,7 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                 "start or restart is in progress are queued and merged into one restart.",
                 {
                     "200": _ok("The service, restarted", service_ref),
+                    "400": _BLANK,
                     "404": {"description": "Unknown service", **_ERROR},
                     "503": {"description": "The new configuration did not start (the running service, if any, goes on)", **_ERROR},
                 },

@@ -26,6 +26,7 @@ _AUTH = {
 _UNWRITABLE = {"description": "A file could not be written (disk full, read-only file system); nothing changed", **_ERROR}
 _INVALID = {"description": "Invalid body or id: the message lists every problem as 'file: key: expected ...', one per line", **_ERROR}
 _BAD_ID = {"description": "An id that can't name a file (the message names the parameter)", **_ERROR}
+_BLANK_SERVICE = {"description": "A blank service id (the message names the parameter)", **_ERROR}
 _MEDIA = {"description": "The body is not application/json", **_ERROR}
 #: Files on disk changed by hand since the administrator read them, so that they no longer load.
 _HAND_EDITED = "the server file or the service file no longer loads (changed by hand since; the message names the key)"
@@ -60,6 +61,7 @@ def _publication(kind: str, title: str) -> dict[str, Any]:
                 "parameters": [_SERVICE],
                 "responses": {
                     "200": {"description": f"{title}s", **_json({"type": "array", "items": {"type": "object"}})},
+                    "400": _BLANK_SERVICE,
                     **read_auth,
                     "404": {"description": "Unknown service", **_ERROR},
                     "409": {"description": f"The service file, or a {kind} file just listed, can't be read: {_HAND_EDITED}", **_ERROR},
@@ -206,6 +208,7 @@ def write_paths() -> dict[str, Any]:
                     "parameters": [_SERVICE],
                     "responses": {
                         "204": {"description": "Deleted"},
+                        "400": _BLANK_SERVICE,
                         **_AUTH,
                         "404": {"description": "Unknown service", **_ERROR},
                         "409": {

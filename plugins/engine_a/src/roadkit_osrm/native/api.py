@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError, base_url, docs_routes
 from roadkit_osrm.native.body import POST_SERVICES, BodyError, parse_body
@@ -31,6 +32,22 @@ if TYPE_CHECKING:
     from roadkit.contract import ServiceView
 
 PREFIX = "/osrm/1.0.0"
+
+
+class _AnyText(Convertor[str]):
+    """Any text, line breaks too: Starlette's ``path`` (``.*``) stops at a decoded ``%0A``, and the
+    request would leave the native API for the core's 404 (osrm-routed reads such a URL, and refuses it)."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("osrm_any", _AnyText())
 
 
 def _error(status: int, code: str, message: str) -> Response:
@@ -185,16 +202,28 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
             return _error(503, "ServiceUnavailable", "The service is starting")
         return JSONResponse(handler.resources())
 
-    async def not_found(request: Request) -> Response:
-        return _error(404, "InvalidUrl", f"Not found: {request.url.path}")
-
-    return [
+    routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
         *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(base_url(request) + PREFIX), PREFIX),
-        Route("/{resource}/{rest:path}", handler.handle, methods=["GET", "POST"]),
-        Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+        Route("/{resource}/{rest:osrm_any}", handler.handle, methods=["GET", "POST"]),
     ]
+
+    async def not_found(request: Request) -> Response:
+        # A wrong method on a path served above is a 405 listing the methods it takes (RFC 9110 §15.5.6).
+        allowed: set[str] = set()
+        for route in routes:
+            methods = getattr(route, "methods", None) or set()
+            if methods and route.matches({**request.scope, "method": next(iter(methods))})[0] == Match.FULL:
+                allowed |= methods
+        if allowed:
+            allow = ", ".join(sorted(allowed))
+            return Response(
+                error_body("MethodNotAllowed", f"Method {request.method} not allowed (allowed: {allow})"), 405, {"Allow": allow}, JSON_TYPE
+            )
+        return _error(404, "InvalidUrl", f"Not found: {request.url.path}")
+
+    return [*routes, Route("/{path:osrm_any}", not_found, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"])]
 
 
 def openapi(service: ServiceView, base: str) -> dict[str, Any]:

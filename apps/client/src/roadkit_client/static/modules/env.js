@@ -1,7 +1,7 @@
 /**
  * The browser facilities the services use, gathered in one object so that node
  * tests can inject fakes (fetch, storages, location, history, crypto, clock,
- * timers, DOM, cross-tab channels). Nothing here runs at import time.
+ * timers, DOM, cross-tab channels, Web Locks, IndexedDB). Nothing here runs at import time.
  */
 
 function storageOrNull(name) {
@@ -10,6 +10,15 @@ function storageOrNull(name) {
     return s ?? null;
   } catch {
     // Access to web storage throws when it is disabled.
+    return null;
+  }
+}
+
+function indexedDBOrNull() {
+  try {
+    return globalThis.indexedDB ?? null;
+  } catch {
+    // Refused in some sandboxed frames and private modes: the refresh hand-off then does without.
     return null;
   }
 }
@@ -32,6 +41,7 @@ export function browserEnv() {
     window: g.window,
     openChannel: (name) => (typeof g.BroadcastChannel === 'function' ? new g.BroadcastChannel(name) : null),
     locks: g.navigator?.locks ?? null,
+    indexedDB: indexedDBOrNull(),
   };
 }
 

@@ -14,6 +14,7 @@ import { BackendApi } from './api.js';
 import { BaseService } from './base.js';
 import { EVENTS } from './emitter.js';
 import { AuthError, isSessionOver } from './errors.js';
+import { HANDOFF_WAIT_MS, RefreshHandoff } from './handoff.js';
 import { verifyIdToken } from './jwt.js';
 import {
   CALLBACK_PARAMS,
@@ -31,6 +32,10 @@ import { isExpired, makeTokenRecord, refreshDelay, refreshExpiresAt } from './to
 
 const REFRESH_LOCK = 'roadkit:token-refresh';
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How often a tab waiting for another tab's token reads localStorage again (storage events come too). */
+const HANDOFF_POLL_MS = 25;
+/** At most this many successive hand-offs are followed before refreshing anyway. */
+const MAX_HANDOFF_HOPS = 3;
 
 export class LocalService extends BaseService {
   #discovery = null;
@@ -45,6 +50,7 @@ export class LocalService extends BaseService {
   constructor({ settings, env, emitter }) {
     super({ mode: 'local', settings, env, emitter });
     this.tokens = new TokenStore(env.localStorage);
+    this.handoff = new RefreshHandoff(env);
     this.pending = new PendingStore(env.sessionStorage, env.now);
     this.api = new BackendApi({
       baseUrl: settings.IamEntrepotApiUrl,
@@ -264,7 +270,8 @@ export class LocalService extends BaseService {
 
   /**
    * Refresh the token. One refresh at a time in this tab, and across tabs when
-   * Web Locks exist; a tab that waited for the lock reuses what another stored.
+   * Web Locks exist; a tab that waited for the lock reuses what another stored
+   * (told by the IndexedDB hand-off, `handoff.js`, when its localStorage is late).
    * `invalid_grant` ends the session; a network error keeps it and retries later.
    */
   refresh({ seen } = {}) {
@@ -283,7 +290,16 @@ export class LocalService extends BaseService {
   }
 
   async #refreshNow(generation, seen) {
-    const current = this.tokens.read();
+    let current = this.tokens.read();
+    for (let hops = 0; current && hops < MAX_HANDOFF_HOPS; hops += 1) {
+      if (current.access_token !== seen && !isExpired(current, this.env.now())) break; // adopted below
+      if (!(await this.handoff.find(current.access_token))) break; // nobody refreshed it: this tab does
+      // Another tab already refreshed the token this tab reads (refreshing it again would reuse a
+      // rotated refresh token): this tab's localStorage is late. Wait for the successor.
+      const waited = await this.#waitForNewToken(current.access_token);
+      if (!waited) break; // not here within HANDOFF_WAIT_MS: refresh, as without the hand-off
+      current = waited.record; // null: the session was dropped meanwhile
+    }
     if (!current) throw new AuthError('session_ended', 'Not signed in');
     if (current.access_token !== seen && !isExpired(current, this.env.now())) {
       this.scheduleRefresh();
@@ -335,7 +351,41 @@ export class LocalService extends BaseService {
     this.#retryMs = 0;
     this.emit(EVENTS.TOKEN_REFRESHED, { expires_at: record.expires_at });
     this.scheduleRefresh();
+    // Still holding the lock: the next tab granted it learns that `current` is refreshed even
+    // when its localStorage has not received `record` yet (committed before the lock is released).
+    await this.handoff.record(current.access_token, record.access_token);
     return record;
+  }
+
+  /**
+   * Wait until this tab's localStorage no longer holds the access token `seen` (another tab
+   * stored its successor): `{record}` (null when the session was dropped meanwhile), or null
+   * after HANDOFF_WAIT_MS. Woken by the `storage` event, and reads again every 25 ms.
+   */
+  #waitForNewToken(seen) {
+    return new Promise((resolve) => {
+      const win = this.env.window;
+      const deadline = this.env.now() + HANDOFF_WAIT_MS;
+      let timer = null;
+      const finish = (value) => {
+        win?.removeEventListener?.('storage', poke);
+        resolve(value);
+      };
+      const check = () => {
+        timer = null;
+        const record = this.tokens.read();
+        if (!record || record.access_token !== seen) finish({ record });
+        else if (this.env.now() >= deadline || !this.env.setTimeout) finish(null);
+        else timer = this.env.setTimeout(check, HANDOFF_POLL_MS);
+      };
+      const poke = () => {
+        if (timer === null) return;
+        this.env.clearTimeout(timer);
+        check();
+      };
+      win?.addEventListener?.('storage', poke);
+      check();
+    });
   }
 
   /** Arm the timer that refreshes the stored token before it expires. */
@@ -497,6 +547,7 @@ export class LocalService extends BaseService {
 
   dispose() {
     this.#clearTimer();
+    this.handoff.close();
     this.env.window?.removeEventListener?.('storage', this.onStorage);
     super.dispose();
   }
