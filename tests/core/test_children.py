@@ -259,29 +259,21 @@ async def _keep_alive_route(port: int) -> asyncio.StreamWriter:
     return writer
 
 
-@pytest.mark.parametrize("http_server", ["uvicorn", "hypercorn"])
-async def test_connections_opened_at_once_spread_over_the_workers(tmp_path: Path, osrm_example: Path, http_server: str) -> None:
+@pytest.mark.parametrize("running", ["uvicorn", "hypercorn"], indirect=True)
+async def test_connections_opened_at_once_spread_over_the_workers(running: tuple[Example, Administrator, httpx.AsyncClient]) -> None:
     # One accept queue for all workers: the first to wake used to take the whole burst (0/16 seen), and
     # a kept-alive connection stays where it was accepted, leaving the other worker idle (issue 11).
-    example = Example(tmp_path / "monaco", osrm_example)
-    service = example.root / "service.toml"
-    service.write_text(service.read_text() + f'\n[http]\nserver = "{http_server}"\n')
-    admin = example.administrator()
-    await admin.start()
-    try:
-        async with httpx.AsyncClient(timeout=10) as client:
-            for _ in range(3):
-                writers = await asyncio.gather(*(_keep_alive_route(example.service_port) for _ in range(16)))
-                body = await health(client, example)
-                shares = body["services"][0]["workers"]
-                for writer in writers:
-                    writer.close()
-                opened = [w["connections"]["open"] for w in shares]
-                assert sorted(w["pid"] for w in shares) == sorted(pids(admin))
-                assert sum(opened) == 16 and min(opened) >= 4, shares  # 25 % each at least
-                await wait_for(lambda: _all_closed(client, example))
-    finally:
-        await admin.stop()
+    example, admin, client = running
+    for _ in range(3):
+        writers = await asyncio.gather(*(_keep_alive_route(example.service_port) for _ in range(16)))
+        body = await health(client, example)
+        shares = body["services"][0]["workers"]
+        for writer in writers:
+            writer.close()
+        opened = [w["connections"]["open"] for w in shares]
+        assert sorted(w["pid"] for w in shares) == sorted(pids(admin))
+        assert sum(opened) == 16 and min(opened) >= 4, shares  # 25 % each at least
+        await wait_for(lambda: _all_closed(client, example))
 
 
 async def _all_closed(client: httpx.AsyncClient, example: Example) -> bool:

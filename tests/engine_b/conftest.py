@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import tomllib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,9 @@ from starlette.testclient import TestClient
 from roadkit.app import create_app
 from roadkit.cli import main as roadkit_main
 from roadkit.config import load_service
+from roadkit.config.loader import read_source
 from roadkit.plugins import Plugins
+from roadkit_valhalla import ValhallaSource
 from roadkit_valhalla.prepare import builder_version
 from tests.conftest import EXAMPLE, MONACO_PBF, cache_root, content_key, copy_example
 
@@ -113,3 +115,18 @@ def client(valhalla_example: Path) -> Iterator[TestClient]:
     """A client of the Monaco Valhalla service, inside its lifespan (the source connected)."""
     with client_of(valhalla_example) as test_client:
         yield test_client
+
+
+async def connected(example: Path) -> ValhallaSource:
+    """The example's Valhalla source, connected."""
+    source = ValhallaSource.from_config(read_source(example / "sources" / "monaco-valhalla.source"))
+    await source.connect()
+    return source
+
+
+@pytest.fixture
+async def source(valhalla_example: Path) -> AsyncIterator[ValhallaSource]:
+    """The Monaco Valhalla source, connected for one test."""
+    connected_source = await connected(valhalla_example)
+    yield connected_source
+    await connected_source.disconnect()

@@ -8,27 +8,16 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from roadkit.config.loader import read_source
 from roadkit.errors import RoadkitError
 from roadkit.model import Coord, Cost, IsochroneRequest
 from roadkit_valhalla import ValhallaSource, translate
 from roadkit_valhalla.translate import clean_polygon
 
 MONACO = (7.409, 43.725, 7.439, 43.751)
-
-
-@pytest.fixture
-async def source(valhalla_example: Path) -> AsyncIterator[ValhallaSource]:
-    connected = ValhallaSource.from_config(read_source(valhalla_example / "sources" / "monaco-valhalla.source"))
-    await connected.connect()
-    yield connected
-    await connected.disconnect()
 
 
 def requests() -> list[tuple[str, IsochroneRequest]]:

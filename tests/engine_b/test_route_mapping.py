@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from roadkit.config.loader import read_source
 from roadkit.errors import RoadkitError
 from roadkit.model import Constraint, Coord, Cost, RouteRequest, RouteResponse
 from roadkit_valhalla import ValhallaSource, translate
@@ -33,14 +30,6 @@ NO_MOTORWAY = Constraint("banned", "waytype", "=", "autoroute", field="exclude_h
 AVOID_MOTORWAY = Constraint("avoid", "roads", "=", "autoroute", field="exclude_highways", ratio=9.0)
 PREFER_MOTORWAY = Constraint("prefer", "roads", "=", "autoroute", field="exclude_highways")
 NO_FERRY = Constraint("banned", "waytype", "=", "bac", field="exclude_ferries")
-
-
-@pytest.fixture
-async def source(valhalla_example: Path) -> AsyncIterator[ValhallaSource]:
-    connected = ValhallaSource.from_config(read_source(valhalla_example / "sources" / "monaco-valhalla.source"))
-    await connected.connect()
-    yield connected
-    await connected.disconnect()
 
 
 def random_points(rng: random.Random, box: tuple[float, float, float, float], count: int) -> tuple[Coord, ...]:

@@ -16,30 +16,16 @@ from starlette.testclient import TestClient
 from roadkit import hookimpl
 from roadkit.app import create_app
 from roadkit.config import load_service
-from roadkit.config.loader import read_source
 from roadkit.errors import ParameterInvalid
 from roadkit.model import Constraint, Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
 from roadkit.source import Source, SourceState
 from roadkit.testing import SourceContract
 from roadkit_valhalla import ValhallaSource
-from tests.engine_b.conftest import END, START, VIA, edit_source
+from tests.engine_b.conftest import END, START, VIA, connected, edit_source
 
 GEOD = Geod(ellps="WGS84")
 TUNNEL_START, TUNNEL_END = (7.4167, 43.7284), (7.4350, 43.7480)  # Fontvieille → Larvotto, through Tunnel Rocher Palais
-
-
-async def connected(example: Path) -> ValhallaSource:
-    source = ValhallaSource.from_config(read_source(example / "sources" / "monaco-valhalla.source"))
-    await source.connect()
-    return source
-
-
-@pytest.fixture
-async def source(valhalla_example: Path) -> AsyncIterator[ValhallaSource]:
-    connected_source = await connected(valhalla_example)
-    yield connected_source
-    await connected_source.disconnect()
 
 
 def direct_route(actor: Any, points: Sequence[Coord], costing: str, options: dict[str, Any] | None = None, **extra: Any) -> Any:
