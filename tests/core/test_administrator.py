@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 from pathlib import Path
 
@@ -218,7 +219,10 @@ async def test_a_same_process_service_restarts_without_refusing_requests_and_mer
                 *(client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main/restart") for _ in range(20))
             )
             assert [a.status_code for a in answers] == [200] * 20
-            assert answers[0].json()["lifecycle"] == "ready"
+            # Each answer describes the service once its restart is done: ready, or restarting again
+            # for the calls that arrived during that restart (merged into the next one).
+            assert {a.json()["lifecycle"] for a in answers} <= {"ready", "restarting"}
+            assert handle.describe()["lifecycle"] == "ready"  # every call waited for its run: none is left
         assert handle.describe()["starts"] in (2, 3)
         assert StraightLineSource.connections == handle.describe()["starts"]
     finally:
@@ -226,3 +230,30 @@ async def test_a_same_process_service_restarts_without_refusing_requests_and_mer
         await asyncio.gather(*clients)
         await admin.stop()
     assert failures == [] and served > 0
+
+
+async def test_the_admin_api_closes_a_connection_its_client_closes(tmp_path: Path, plugins: Plugins) -> None:
+    # The admin API ran on hypercorn's own serve, which kept such a connection (its task, and its
+    # socket in CLOSE_WAIT) for its 75 s keep-alive time-out: the services' servers close it at once.
+    from tests.core.test_accept import _server_side, until
+
+    admin_port = free_port()
+    admin = Administrator(load_server(server_file(tmp_path, admin_port, free_port())), plugins)
+    await admin.start()
+    clients: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    try:
+        clients = [await asyncio.open_connection("127.0.0.1", admin_port) for _ in range(4)]
+        for reader, writer in clients:
+            writer.write(b"GET /admin/1.0.0/version HTTP/1.1\r\nHost: test\r\n\r\n")
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+        assert _server_side(admin_port) == ["ESTABLISHED"] * 4
+        for _, writer in clients:
+            writer.close()
+            await writer.wait_closed()
+        with contextlib.suppress(TimeoutError):
+            await until(lambda: _server_side(admin_port) == [], timeout=5)
+        assert _server_side(admin_port) == []
+    finally:
+        for _, writer in clients:
+            writer.close()
+        await admin.stop()

@@ -15,7 +15,7 @@ ROOT = Path(__file__).parents[2]
 CORE = Path(roadkit.__file__).parent
 PLUGIN_SOURCES = sorted(p for p in (ROOT / "plugins").glob("*/src/*") if p.is_dir() and (p / "__init__.py").exists())
 # Serving code: what a plugin must never need, and what the contract must never reach.
-SERVING = {"roadkit.service", "roadkit.plugins", "roadkit.app", "roadkit.servers", "roadkit.administrator", "roadkit.hookspecs"}
+SERVING = {"roadkit.service", "roadkit.plugins", "roadkit.app", "roadkit.listen", "roadkit.administrator", "roadkit.hookspecs"}
 
 
 def _imports(path: Path, *, top_level_only: bool = False) -> list[tuple[int, str]]:

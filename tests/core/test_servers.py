@@ -1,4 +1,4 @@
-"""Serving: the core's servers on their listeners, and the helpers shared by the apps, tests and tools."""
+"""Serving: the core's server on its listeners, and the helpers shared by the apps, tests and tools."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import datetime
 import errno
-import os
 import socket
 import ssl
 import subprocess
@@ -23,7 +22,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from roadkit.config.models import Listener
-from roadkit.servers import Server
+from roadkit.listen import ListeningSockets, SocketServer
 from roadkit_support.serving import bound_socket, reserve_port, wait_until_up
 
 
@@ -96,8 +95,7 @@ def _lifespan_app(events: list[str]) -> Starlette:
 async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path, http_server: str) -> None:
     one_cert, one_key, one_der = _self_signed(tmp_path, "one.example")
     two_cert, two_key, two_der = _self_signed(tmp_path, "two.example")
-    sockets = {name: bound_socket("127.0.0.1", 0) for name in ("plain", "one", "two", "one-again")}
-    port = {name: sock.getsockname()[1] for name, sock in sockets.items()}
+    port = {name: reserve_port() for name in ("plain", "one", "two", "one-again")}
     listeners = [
         Listener(port=port["plain"], id="plain"),
         Listener(port=port["one"], id="one", certfile=one_cert, keyfile=one_key),
@@ -105,13 +103,10 @@ async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path, 
         Listener(port=port["one-again"], id="one-again", certfile=one_cert, keyfile=one_key),
     ]
     events: list[str] = []
-    server = Server(
-        _lifespan_app(events),
-        listeners,
-        sockets={listener.bind: sockets[listener.id] for listener in listeners},
-        http_server=http_server,  # type: ignore[arg-type]
-    )
-    await server.start(timeout=30)
+    bound = ListeningSockets()
+    bound.update(listeners).commit()
+    server = SocketServer(_lifespan_app(events), [(lst, bound.sockets[lst.bind]) for lst in listeners], http_server=http_server)
+    await server.start()
     try:
         presented = await asyncio.gather(*(asyncio.to_thread(_presented_certificate, port[name]) for name in ("one", "two", "one-again")))
         assert presented == [one_der, two_der, one_der]
@@ -122,34 +117,8 @@ async def test_each_https_listener_presents_its_own_certificate(tmp_path: Path, 
         assert events == ["startup"]  # the app starts once, however many certificates it is served with
     finally:
         await server.stop()
+        bound.close()
     assert events == ["startup", "shutdown"]
-
-
-def test_binding_keeps_every_setting_of_the_configuration(tmp_path: Path) -> None:
-    certfile, keyfile, _ = _self_signed(tmp_path, "localhost")
-    sockets = [bound_socket("127.0.0.1", 0) for _ in range(2)]
-    listeners = [
-        Listener(port=sockets[0].getsockname()[1], id="plain"),
-        Listener(port=sockets[1].getsockname()[1], id="secure", certfile=certfile, keyfile=keyfile),
-    ]
-    server = Server(_lifespan_app([]), listeners, sockets={lst.bind: sock for lst, sock in zip(listeners, sockets, strict=True)})
-    before = [dict(vars(group.config)) for group in server.groups]
-    server._bind()
-    try:
-        for group, settings in zip(server.groups, before, strict=True):
-            after = dict(vars(group.config))
-            changed = {key for key in settings.keys() | after.keys() if settings.get(key) != after.get(key)}
-            assert changed == {"_bind"}, changed  # hypercorn keeps ``bind`` as ``_bind``
-            assert len(group.config.bind) == len(group.listeners)
-            assert all(bind.startswith("fd://") for bind in group.config.bind)
-        secure = next(group for group in server.groups if group.listeners[0].https)
-        assert secure.config.certfile == str(certfile) and secure.config.ssl_enabled
-    finally:
-        for group in server.groups:
-            for bind in group.config.bind:
-                os.close(int(bind.removeprefix("fd://")))
-        for sock in sockets:
-            sock.close()
 
 
 def test_the_development_iam_needs_no_routing_core() -> None:
@@ -199,12 +168,12 @@ def test_a_listener_in_use_leaves_no_socket_open(tmp_path: Path) -> None:
         blocker.listen(1)
         busy = blocker.getsockname()[1]
         free = reserve_port()
-        server = Server(_lifespan_app([]), [Listener(port=free, id="free"), Listener(port=busy, id="busy")])
+        bound = ListeningSockets()
         with warnings.catch_warnings():
             warnings.simplefilter("error", ResourceWarning)
             with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy}"):
-                server._bind()
-            assert server.sockets == {}
+                bound.update([Listener(port=free, id="free"), Listener(port=busy, id="busy")])
+            assert bound.sockets == {}
             # The first listener's port was released: it binds again at once.
             with bound_socket("127.0.0.1", free) as again:
                 assert again.getsockname()[1] == free
@@ -212,18 +181,19 @@ def test_a_listener_in_use_leaves_no_socket_open(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("http_server", ["hypercorn", "uvicorn"])
 async def test_a_replacing_server_takes_the_sockets_over_and_no_request_fails(http_server: str) -> None:
-    """hand_over + drain on either HTTP server: keep-alive clients move to the new server, none fails."""
-    sock = bound_socket("127.0.0.1", 0)
-    listener = Listener(port=sock.getsockname()[1])
+    """A new server on the same socket, the old one stopped (drained): keep-alive clients move over, none fails."""
+    listener = Listener(port=reserve_port())
+    bound = ListeningSockets()
+    bound.update([listener]).commit()
 
-    def app(answer: str) -> Starlette:
+    def serve(answer: str) -> SocketServer:
         async def hello(request: Request) -> PlainTextResponse:
             return PlainTextResponse(answer)
 
-        return Starlette(routes=[Route("/", hello)])
+        return SocketServer(Starlette(routes=[Route("/", hello)]), [(listener, bound.sockets[listener.bind])], http_server=http_server)
 
-    old = Server(app("old"), [listener], sockets={listener.bind: sock}, http_server=http_server)  # type: ignore[arg-type]
-    await old.start(timeout=30)
+    old = serve("old")
+    await old.start()
     stop = asyncio.Event()
 
     async def load() -> list[str]:
@@ -238,13 +208,14 @@ async def test_a_replacing_server_takes_the_sockets_over_and_no_request_fails(ht
 
     clients = [asyncio.create_task(load()) for _ in range(3)]
     await asyncio.sleep(0.3)
-    new = Server(app("new"), [listener], sockets=old.hand_over(), http_server=http_server)  # type: ignore[arg-type]
-    await new.start(timeout=30)
-    await old.drain(0.5)
+    new = serve("new")
+    await new.start()
+    await old.stop()
     await asyncio.sleep(0.3)
     stop.set()
     seen = [answer for task in clients for answer in await task]
     await new.stop()
+    bound.close()
     assert set(seen) == {"old", "new"} and seen.count("new") > 3, seen[-10:]
     with pytest.raises(httpx.ConnectError):  # stopped: the socket is closed, nothing listens any more
         async with httpx.AsyncClient(timeout=2) as client:

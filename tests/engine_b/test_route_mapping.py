@@ -181,3 +181,43 @@ def test_step_lines_that_do_not_add_up_are_read_step_by_step() -> None:
     response = translate.route_response(answer, request, ValhallaCost("car", "auto", "fastest"))
     assert [s.geometry for s in response.portions[0].steps] == [other, [other[-1], other[-1]]]
     assert response.geometry == line
+
+
+async def test_the_steps_intersections_are_cut_out_of_the_answer_and_nothing_else(source: ValhallaSource, actor: Any) -> None:
+    """The source parses the answer without its steps' intersections: the rest must be the full answer's, key for key."""
+    cut = 0
+    for _, request in requests():
+        body = translate.route_body(request, source.setting(request.cost))
+        try:
+            text = actor.route(json.dumps(body))
+        except RuntimeError:
+            continue
+        full = json.loads(text)
+        for route in full["routes"]:
+            for leg in route["legs"]:
+                for step in leg["steps"]:
+                    cut += "intersections" in step
+                    step.pop("intersections", None)
+        shortened = translate.without_intersections(text)
+        assert '"intersections"' not in shortened
+        assert json.loads(shortened) == full
+    assert cut > 100
+
+
+def test_an_answer_whose_steps_do_not_pair_intersections_and_maneuvers_is_parsed_whole() -> None:
+    steps = [
+        {"intersections": [{"location": [7.41, 43.73]}], "maneuver": {"type": "depart"}, "name": "a"},
+        {"intersections": [{"location": [7.42, 43.74]}], "name": "no maneuver"},
+        {"intersections": [{"location": [7.43, 43.75]}], "maneuver": {"type": "arrive"}, "name": "b"},
+    ]
+    text = json.dumps({"routes": [{"legs": [{"steps": steps}]}]}, separators=(",", ":"))
+    assert translate.without_intersections(text) == text  # cutting to the next maneuver would drop the second step
+    # As many intersections as maneuvers, but not in the same steps.
+    steps = [
+        {"intersections": [{"geometry_index": 0}], "name": "a", "geometry": "abc"},
+        {"name": "b", "maneuver": {"type": "arrive"}, "geometry": "def"},
+    ]
+    text = json.dumps({"routes": [{"legs": [{"steps": steps}]}]}, separators=(",", ":"))
+    assert translate.without_intersections(text) == text
+    assert translate.without_intersections('{"routes":[]}') == '{"routes":[]}'
+    assert translate.read_route(text) == json.loads(text)

@@ -24,7 +24,6 @@ from roadkit.errors import ConfigurationError, NotFound, RoadkitError
 from roadkit.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns
 from roadkit.listen import ListeningSockets, Rebind, SocketServer
 from roadkit.plugins import Plugins
-from roadkit.servers import Server
 from roadkit.service import Service
 
 log = logging.getLogger(__name__)
@@ -249,7 +248,9 @@ class Administrator:
         self.handles: dict[str, ServiceHandle] = {}
         for managed in config.services:
             self.handles[managed.id] = self.new_handle(managed)
-        self.server: Server | None = None
+        self.server: SocketServer | None = None
+        #: The admin listener's socket, bound before the admin API starts (a port in use names its address).
+        self.admin_sockets = ListeningSockets()
         #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
         self.writes = asyncio.Lock()
         self.authenticator = Authenticator(config.administrator.auth)
@@ -289,7 +290,11 @@ class Administrator:
         """Serve the admin API (it answers while the services load)."""
         from roadkit.apis.admin import create_admin_app
 
-        self.server = Server(create_admin_app(self), [self.config.administrator.listener])
+        listener = self.config.administrator.listener
+        self.admin_sockets.update([listener]).commit()
+        # The services' server (hypercorn's machinery): a connection its client closes is closed at once.
+        self.server = SocketServer(create_admin_app(self), [(listener, self.admin_sockets.sockets[listener.bind])])
+        self.server.drain_grace = 0.0  # stopped with the administrator: no other server takes its clients over
         await self.server.start()
         log.info("admin API listening on %s", self.config.administrator.listener.bind)
 
@@ -304,6 +309,7 @@ class Administrator:
         await asyncio.gather(*(handle.stop() for handle in list(self.handles.values())))
         if self.server is not None:
             await self.server.stop()
+        self.admin_sockets.close()
         await self.authenticator.close()
 
 

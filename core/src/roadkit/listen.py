@@ -36,11 +36,10 @@ from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from roadkit.accept import NOT_ACCEPTING, Acceptor, Share
 from roadkit.config.models import Listener
-from roadkit.servers import Draining
 from roadkit_support.serving import ACCESS_LOG_FORMAT
 
 log = logging.getLogger(__name__)
@@ -154,6 +153,32 @@ def server_config(listeners: Sequence[Listener], *, access_log: bool = False, gr
     config.keep_alive_timeout = 75.0
     config.backlog = BACKLOG
     return config
+
+
+class Draining:
+    """ASGI wrapper: once ``draining`` is set, every response asks the client to close its connection.
+
+    A server being replaced answers its keep-alive clients this way for a moment before it stops, so
+    that they open their next connection to the new server instead of sending a request on a
+    connection the old one is closing.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.draining = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.draining:
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, send_closing)
 
 
 class SocketServer:

@@ -136,18 +136,26 @@ class ValhallaBase(Source):
             return f"none of the source's costings ({', '.join(sorted(costings))}) reads {option}"
         return None
 
-    async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
+    async def ask(
+        self, action: str, body: dict[str, Any], read: Callable[[Any], T], read_text: Callable[[str], T | None] | None = None
+    ) -> T:
         """Send ``body`` to Valhalla's ``action`` and return ``read`` of its parsed JSON answer.
 
-        Raises :func:`engine_error`'s error for Valhalla's errors and ResponseTooLarge past
-        ``limits.max_response_bytes``.
+        ``read_text``, when given, may read the answer's text itself (None: ``read`` reads it
+        parsed); a source that has the text anyway tries it first. Raises :func:`engine_error`'s
+        error for Valhalla's errors and ResponseTooLarge past ``limits.max_response_bytes``.
         """
         raise NotImplementedError
 
     async def route(self, request: RouteRequest) -> RouteResponse:
         cost: ValhallaCost = self.setting(request.cost)
         body = translate.route_body(request, cost)
-        return await self.ask("route", body, lambda answer: translate.route_response(answer, request, cost))
+        return await self.ask(
+            "route",
+            body,
+            lambda answer: translate.route_response(answer, request, cost),
+            lambda text: translate.route_response(translate.read_route(text), request, cost),
+        )
 
     async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
         cost: ValhallaCost = self.setting(request.cost)

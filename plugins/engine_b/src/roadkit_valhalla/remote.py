@@ -49,7 +49,9 @@ class ValhallaHttpSource(RemoteSource, ValhallaBase):
             log.warning("source %s: %s answered HTTP %d without JSON: %.200r", self.id, answer.server, answer.status, answer.body)
             return answer.status, None
 
-    async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
+    async def ask(
+        self, action: str, body: dict[str, Any], read: Callable[[Any], T], read_text: Callable[[str], T | None] | None = None
+    ) -> T:
         status, data = await self._post(action, body)
         if status == 200 and data is not None:
             return read(data)

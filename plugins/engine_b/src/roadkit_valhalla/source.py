@@ -109,8 +109,8 @@ class ValhallaSource(ValhallaBase):
         # Read from the valhalla.json the Actors load (service_limits.isochrone), at connection.
         return self._isochrone_limits.get(cost_type)
 
-    def _call(self, action: str, body: dict[str, Any]) -> Any:
-        """One call on the engine thread's Actor; the answer parsed, after the response-size check."""
+    def _call(self, action: str, body: dict[str, Any]) -> str:
+        """One call on the engine thread's Actor; the answer's text, after the response-size check."""
         request = orjson.dumps(body).decode()
         try:
             answer: str = getattr(current_handle(), action)(request)
@@ -119,18 +119,23 @@ class ValhallaSource(ValhallaBase):
         limit = self.options.limits.max_response_bytes
         if len(answer) > limit // 4 and len(answer.encode()) > limit:
             raise too_large(len(answer.encode()), limit, self.id)
-        return orjson.loads(answer)
+        return answer
 
-    def _run(self, action: str, body: dict[str, Any], read: Callable[[Any], Any]) -> Any:
-        return read(self._call(action, body))
+    def _run(self, action: str, body: dict[str, Any], read: Callable[[Any], Any], read_text: Callable[[str], Any] | None) -> Any:
+        answer = self._call(action, body)
+        if read_text is not None and (result := read_text(answer)) is not None:
+            return result
+        return read(orjson.loads(answer))
 
-    async def ask(self, action: str, body: dict[str, Any], read: Callable[[Any], T]) -> T:
+    async def ask(
+        self, action: str, body: dict[str, Any], read: Callable[[Any], T], read_text: Callable[[str], T | None] | None = None
+    ) -> T:
         engine = self._engine
         if engine is None or engine.closed:
             raise SourceUnavailable(f"source {self.id} is not connected")
         try:
             async with asyncio.timeout(self.timeout):
-                result: T = await engine.run(self._run, action, body, read)
+                result: T = await engine.run(self._run, action, body, read, read_text)
         except TimeoutError:
             raise EngineTimeout(f"The engine of source {self.id} did not answer within {self.timeout:g} s") from None
         return result

@@ -9,7 +9,8 @@ meter only: measured on random Monaco routes, one step in ten would change. Two 
 OSRM output cheap instead: ``directions_type = "maneuvers"`` (Valhalla builds no narrative, the
 text roadkit never returns) and polyline6 shapes decoded by pypolyline's compiled decoder (the
 same coordinates as GeoJSON's six decimals; a third of the answer's size and of its parsing).
-Coordinates are ``(lon, lat)``.
+The steps' intersections, two thirds of what is left and read by nobody, are cut out of the text
+before it is parsed (:func:`without_intersections`). Coordinates are ``(lon, lat)``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy
+import orjson
 import shapely
 from pypolyline.cutil import decode_polyline
 from shapely.geometry import mapping, shape
@@ -181,6 +183,42 @@ def _steps(raw: Iterable[dict[str, Any]], lines: list[list[Coord]], with_mode: b
             )
         )
     return steps
+
+
+#: A step of Valhalla's OSRM output starts with its intersections, then its maneuver.
+_STEP_START = '{"intersections":['
+_INTERSECTIONS_END = '],"maneuver":{'
+
+
+def without_intersections(answer: str) -> str:
+    """Valhalla's OSRM-format route answer without its steps' ``intersections`` (the answer as it is if unsure).
+
+    roadkit reads none of them (Valhalla has already turned them into each step's maneuver), and
+    they are two thirds of the answer: cut out of the text, they are never parsed. A step's
+    intersections end where its maneuver begins (nothing inside them is named ``maneuver``); a cut
+    that would reach past its step (a ``"geometry":`` key, which every step has) leaves the answer whole.
+    """
+    count = answer.count(_STEP_START)
+    if not count or count != answer.count('"maneuver":{'):
+        return answer
+    parts = []
+    position = 0
+    while (start := answer.find(_STEP_START, position)) >= 0:
+        end = answer.find(_INTERSECTIONS_END, start)
+        if end < 0 or answer.find('"geometry":', start, end) >= 0:
+            return answer
+        parts.append(answer[position : start + 1])
+        position = end + 2
+    parts.append(answer[position:])
+    return "".join(parts)
+
+
+def read_route(answer: str) -> Any:
+    """The parsed route answer, without its steps' intersections."""
+    try:
+        return orjson.loads(without_intersections(answer))
+    except orjson.JSONDecodeError:
+        return orjson.loads(answer)
 
 
 def route_response(answer: dict[str, Any], request: RouteRequest, cost: ValhallaCost) -> RouteResponse:
