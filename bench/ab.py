@@ -1,7 +1,8 @@
-"""Two roadkit versions against osrm-routed in one run: the roadkit core of a git revision and the installed one.
+"""Two roadkit versions against the engine's server in one run: the roadkit core of a git revision and the installed one.
 
     python bench/ab.py main                       # main's core/ against the installed roadkit
     python bench/ab.py HEAD~3 --scenarios osrm-polyline --concurrency 4 16 --rounds 5
+    python bench/ab.py main --scenarios valhalla-route valhalla-isochrone --concurrency 16 64
 
 The revision's ``core/`` is extracted to a temporary folder and put first on ``PYTHONPATH`` of its
 server (and so of its workers); the plugins are the installed ones. osrm-routed (one thread per
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from common import CPUS, free_port, load, random_pairs, session_cpu_seconds
+from common import CPUS, MONACO_BBOX, free_port, load, random_pairs, session_cpu_seconds
 from sweep import ROOT, SCENARIOS, _ok, accepted_per_worker, engine_command, roadkit_files, running
 
 
@@ -40,26 +42,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("revision", help="git revision whose core/ is the 'before'")
     osrm = [s for s, spec in SCENARIOS.items() if spec[0] == "osrm"]
-    parser.add_argument("--scenarios", nargs="+", choices=osrm, default=osrm)
+    parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=osrm, help="of one engine family")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=2.0, help="seconds per measurement")
     args = parser.parse_args()
+    families = {SCENARIOS[s][0] for s in args.scenarios}
+    if len(families) != 1:
+        parser.error("--scenarios: give scenarios of one engine family (osrm-* or valhalla-*)")
+    family = families.pop()
+    engine_name = "osrm-routed" if family == "osrm" else "valhalla_service"
 
     pairs = random_pairs(2000)
+    rng = random.Random(7)  # isochrone points as the sweep draws them
+    points = [
+        ((round(rng.uniform(MONACO_BBOX[0], MONACO_BBOX[2]), 5), round(rng.uniform(MONACO_BBOX[1], MONACO_BBOX[3]), 5)), (0.0, 0.0))
+        for _ in range(2000)
+    ]
     results: dict[tuple[str, int, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(tmp)
         before = extract_core(args.revision, workdir)
         engine_port = free_port()
-        ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[args.scenarios[0]][1](*pairs[0])
-        engine = stack.enter_context(running(engine_command("osrm", workdir, engine_port, len(CPUS)), pinned=False, ready=ready))
-        servers: dict[str, tuple[int, int, int]] = {"osrm-routed": (engine_port, 0, engine.pid)}
+        first = args.scenarios[0]
+        sample = points[0] if first.endswith("isochrone") else pairs[0]
+        ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[first][1](*sample)
+        engine = stack.enter_context(running(engine_command(family, workdir, engine_port, len(CPUS)), pinned=False, ready=ready))
+        servers: dict[str, tuple[int, int, int]] = {engine_name: (engine_port, 0, engine.pid)}
         for name, path in ((args.revision, before), ("installed", None)):
             folder = workdir / f"roadkit-{len(servers)}"
             folder.mkdir()
             port, admin = free_port(), free_port()
-            server = roadkit_files(folder, "osrm", port, admin, workers="auto", threads=1)
+            server = roadkit_files(folder, family, port, admin, workers="auto", threads=1)
             saved = os.environ.get("PYTHONPATH")
             if path is not None:
                 os.environ["PYTHONPATH"] = str(path) + (os.pathsep + saved if saved else "")
@@ -80,9 +94,10 @@ def main() -> None:
         for round_ in range(args.rounds):
             for scenario in args.scenarios:
                 for concurrency in args.concurrency:
+                    chosen = points if scenario.endswith("isochrone") else pairs
                     for name, (port, admin, pid) in servers.items():
-                        path = SCENARIOS[scenario][1] if name == "osrm-routed" else SCENARIOS[scenario][2]
-                        urls = [f"http://127.0.0.1:{port}" + path(*pair) for pair in pairs]
+                        path = SCENARIOS[scenario][1] if name == engine_name else SCENARIOS[scenario][2]
+                        urls = [f"http://127.0.0.1:{port}" + path(*pair) for pair in chosen]
                         load(name, urls[:50], concurrency=concurrency, duration=0.3, check=_ok, warm_up=False)
                         accepted = accepted_per_worker(admin) if admin else []
                         cpu = session_cpu_seconds(pid)
@@ -99,8 +114,8 @@ def main() -> None:
     print()
     for scenario in args.scenarios:
         for concurrency in args.concurrency:
-            engine_rps = results[(scenario, concurrency, "osrm-routed")]
-            cells = [f"{scenario:<19} c={concurrency:<3} osrm-routed {statistics.median(engine_rps):7.0f} req/s"]
+            engine_rps = results[(scenario, concurrency, engine_name)]
+            cells = [f"{scenario:<19} c={concurrency:<3} {engine_name} {statistics.median(engine_rps):7.0f} req/s"]
             for name in (args.revision, "installed"):
                 ratios = [ours / theirs for ours, theirs in zip(results[(scenario, concurrency, name)], engine_rps, strict=True)]
                 rounds = " ".join(f"{r:.2f}" for r in ratios)

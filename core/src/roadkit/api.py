@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from roadkit.errors import BadRequest, RoadkitError
 
@@ -40,18 +40,23 @@ class Api:
         return f"/{self.name}/{self.version}"
 
 
+def render_json(content: Any) -> bytes:
+    """``content`` as compact JSON (the body of every JSON answer)."""
+    try:
+        return orjson.dumps(content)
+    except TypeError:
+        # An integer beyond 64 bits (a configuration file edited by hand shown by the admin API):
+        # still a JSON answer, never a 500 for every later request that shows that file.
+        return json.dumps(_orjson_like(content), ensure_ascii=False, separators=(",", ":")).encode()
+
+
 class JSONResponse(Response):
     """A compact JSON response."""
 
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        try:
-            return orjson.dumps(content)
-        except TypeError:
-            # An integer beyond 64 bits (a configuration file edited by hand shown by the admin API):
-            # still a JSON answer, never a 500 for every later request that shows that file.
-            return json.dumps(_orjson_like(content), ensure_ascii=False, separators=(",", ":")).encode()
+        return render_json(content)
 
 
 def _orjson_like(value: Any) -> Any:
@@ -65,15 +70,39 @@ def _orjson_like(value: Any) -> Any:
     return value
 
 
-def error_response(exc: Exception) -> JSONResponse:
-    """The response for any exception: identified errors with their status, others as a bare 500."""
+def error_answer(exc: Exception) -> tuple[int, Any]:
+    """The status and JSON content for any exception: identified errors with their status, others as a bare 500."""
     if isinstance(exc, RoadkitError):
         # Identified errors are expected outcomes (the specification: logged at debug, whatever their
         # status); an engine that breaks says so once, when its source turns red (Source.fail).
         log.debug("%s: %s", exc.code, exc.message)
-        return JSONResponse(exc.body(), status_code=exc.status)
+        return exc.status, exc.body()
     log.error("unexpected error while handling a request", exc_info=exc)
-    return JSONResponse({"error": {"errorType": "internal", "message": "Internal Server Error"}}, status_code=500)
+    return 500, {"error": {"errorType": "internal", "message": "Internal Server Error"}}
+
+
+def error_response(exc: Exception) -> JSONResponse:
+    """The response for any exception (:func:`error_answer`)."""
+    status, content = error_answer(exc)
+    return JSONResponse(content, status_code=status)
+
+
+#: The answer to a GET of a :class:`QueryRoute`: the query string (bytes, as in the ASGI scope) to
+#: the status and the JSON content.
+QueryAnswer = Callable[[bytes], Awaitable[tuple[int, Any]]]
+
+
+class QueryRoute(Route):
+    """A route whose GET (and HEAD) answer is a JSON document that depends on the query string only.
+
+    Starlette serves it as any route (its endpoint); the service app (``roadkit.app``) may instead
+    call ``answer`` straight from the ASGI scope, without a Request, a Response or Starlette's
+    routing, for the same status and body. The endpoint must answer a GET as ``answer`` does.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[[Request], Awaitable[Response]], *, answer: QueryAnswer, methods: list[str]) -> None:
+        super().__init__(path, endpoint, methods=methods)
+        self.answer = answer
 
 
 async def read_json_body(request: Request, limit: int) -> Any:
@@ -135,7 +164,7 @@ def fallback_route(routes: list[BaseRoute]) -> BaseRoute:
     """The last route of an API: 405 with ``Allow`` when another route has this path (RFC 9110 §15.5.6),
     else 404, both in the API error shape. Keeps a catch-all from answering 404 to a wrong method."""
     from starlette.exceptions import HTTPException
-    from starlette.routing import Match, Route
+    from starlette.routing import Match
 
     from roadkit.errors import NotFound
 

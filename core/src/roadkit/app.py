@@ -14,10 +14,10 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from roadkit.api import http_exception_handler, server_error_handler
+from roadkit.api import QueryAnswer, QueryRoute, http_exception_handler, render_json, server_error_handler
 from roadkit.config.models import ServiceConfig
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
@@ -120,11 +120,107 @@ def create_app(
     if service.config.cors:
         middleware.append(Middleware(CORSMiddleware, **service.config.cors))
     middleware.append(Middleware(SecurityHeaders, hsts=any(listener.https for listener in service.config.listeners)))
-    app = Starlette(
-        routes=[Route("/", root), *service_routes(service)],
+    routes: list[BaseRoute] = [Route("/", root), *service_routes(service)]
+    app = ServiceApp(
+        routes,
+        cors=bool(service.config.cors),
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
     app.state.service = service
     return app
+
+
+_GET_HEAD = frozenset(("GET", "HEAD"))
+_JSON_HEADERS = [(b"content-length", b"0"), (b"content-type", b"application/json")]
+
+
+class ServiceApp(Starlette):
+    """A service's Starlette app that answers a GET of a :class:`~roadkit.api.QueryRoute` itself.
+
+    Such a request (the simple API's operations) goes straight from the ASGI scope to the route's
+    ``answer`` and back to the server as two messages, with the headers the middleware adds to
+    such an answer (learnt once, by sending a response through it): no Request, Response, routing
+    or middleware call. The answer is
+    the same as through Starlette; every other request, and one that a middleware would treat
+    differently (a CORS request with an ``Origin``, an app mounted under a ``root_path``, a
+    middleware added later), goes through Starlette.
+    """
+
+    def __init__(self, routes: list[BaseRoute], *, cors: bool, **options: Any) -> None:
+        """``options``: Starlette's; ``cors``: the middleware has a CORS middleware (a request with ``Origin`` goes through it)."""
+        super().__init__(routes=routes, **options)
+        self._direct = query_routes(routes)
+        self._added: list[tuple[bytes, bytes]] | None = None
+        self._cors = cors
+        self._middleware = len(self.user_middleware)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            answer = self._direct.get(scope["path"])
+            if (
+                answer is not None
+                and scope["method"] in _GET_HEAD
+                and not scope.get("root_path")
+                and len(self.user_middleware) == self._middleware
+                and not (self._cors and any(name == b"origin" for name, _ in scope["headers"]))
+            ):
+                added = self._added if self._added is not None else await self._learn_added_headers()
+                if added is not None:
+                    status, content = await answer(scope["query_string"])
+                    body = render_json(content)
+                    headers = [(b"content-length", str(len(body)).encode("latin-1")), (b"content-type", b"application/json"), *added]
+                    await send({"type": "http.response.start", "status": status, "headers": headers})
+                    await send({"type": "http.response.body", "body": body})
+                    return
+        await super().__call__(scope, receive, send)
+
+    async def _learn_added_headers(self) -> list[tuple[bytes, bytes]] | None:
+        """The headers the app's middleware adds to a JSON answer of a GET without ``Origin`` (the security
+        headers; CORS's ``Vary``). None, and no more direct answers, if it changes the answer's own headers."""
+        started: list[Message] = []
+
+        async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": list(_JSON_HEADERS)})
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def capture(message: Message) -> None:
+            started.append(message)
+
+        app: ASGIApp = answer
+        for cls, args, kwargs in reversed(self.user_middleware):
+            app = cls(app, *args, **kwargs)
+        probe = {"type": "http", "method": "GET", "path": "/", "root_path": "", "query_string": b"", "headers": []}
+        await app(probe, receive, capture)
+        headers = [(bytes(name), bytes(value)) for name, value in started[0]["headers"]] if started else []
+        if headers[:2] != _JSON_HEADERS:
+            self._direct = {}
+            return None
+        self._added = headers[2:]
+        return self._added
+
+
+def query_routes(routes: list[BaseRoute]) -> dict[str, QueryAnswer]:
+    """The exact paths whose GET Starlette routes to a :class:`~roadkit.api.QueryRoute` of a mounted API, with its answer."""
+    found: dict[str, QueryAnswer] = {}
+    for mount in routes:
+        if not isinstance(mount, Mount):
+            continue
+        for route in mount.routes:
+            if isinstance(route, QueryRoute):
+                path = mount.path + route.path
+                if _routed(routes, {"type": "http", "path": path, "root_path": "", "method": "GET"}) is route:
+                    found[path] = route.answer
+    return found
+
+
+def _routed(routes: list[BaseRoute], scope: Scope) -> BaseRoute | None:
+    """The route Starlette's router gives a GET (the first full match; a mount answers for its whole prefix)."""
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            return _routed(route.routes, {**scope, **child}) if isinstance(route, Mount) else route
+    return None

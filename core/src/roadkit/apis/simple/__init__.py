@@ -10,10 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from roadkit.api import Api, JSONResponse, base_url, error_response, fallback_route
+from roadkit.api import Api, JSONResponse, QueryRoute, base_url, error_answer, error_response, fallback_route
 from roadkit.apis.simple import operations
 from roadkit.apis.simple.capabilities import build_capabilities, with_base_url
-from roadkit.apis.simple.inputs import read_parameters
+from roadkit.apis.simple.inputs import query_parameters, read_parameters
 from roadkit.docs import docs_routes
 from roadkit.errors import OperationNotPermitted, RoadkitError
 
@@ -61,25 +61,36 @@ def build_routes(service: Service) -> list[BaseRoute]:
             capabilities, built_for = build_capabilities(service, names), current
         return JSONResponse(with_base_url(capabilities, base_url(request) + PREFIX))
 
-    def endpoint(op: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def operation(op: str, handler: Handler) -> QueryRoute:
+        def check() -> None:
+            if service.state != "ready":
+                raise RoadkitError("The service is starting", code="starting", status=503)
+            if not any(op in r.operations for r in service.resources.values()):
+                raise OperationNotPermitted(f"Operation '{op}' is not permitted on this service")
+
         async def run(request: Request) -> Response:
             try:
-                if service.state != "ready":
-                    raise RoadkitError("The service is starting", code="starting", status=503)
-                if not any(op in r.operations for r in service.resources.values()):
-                    raise OperationNotPermitted(f"Operation '{op}' is not permitted on this service")
+                check()
                 params = await read_parameters(request, limit)
                 return JSONResponse(await handler(service, params))
             except Exception as exc:
                 return error_response(exc)
 
-        return run
+        async def answer(query: bytes) -> tuple[int, Any]:
+            # A GET straight from the ASGI scope (roadkit.app's fast path): what ``run`` answers to it.
+            try:
+                check()
+                return 200, await handler(service, query_parameters(query))
+            except Exception as exc:
+                return error_answer(exc)
+
+        return QueryRoute(f"/{names[op]}", run, answer=answer, methods=["GET", "POST"])
 
     handlers: dict[str, Handler] = {"route": operations.route, "isochrone": operations.isochrone, "nearest": operations.nearest}
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/getcapabilities", getcapabilities, methods=["GET", "POST"]),
-        *[Route(f"/{names[op]}", endpoint(op, handler), methods=["GET", "POST"]) for op, handler in handlers.items()],
+        *[operation(op, handler) for op, handler in handlers.items()],
         *docs_routes("roadkit simple API 1.0.0", lambda request: simple_openapi(service, base_url(request) + PREFIX), PREFIX),
     ]
     routes.append(fallback_route(routes))

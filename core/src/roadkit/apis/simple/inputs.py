@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
@@ -25,8 +26,14 @@ async def read_parameters(request: Request, body_limit: int) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise BadRequest("Invalid request body: expected a JSON object of parameters", code="invalid_body")
         return {k: v for k, v in body.items() if v is not None and v != ""}
+    return query_parameters(request.scope["query_string"])
+
+
+def query_parameters(query: bytes) -> dict[str, Any]:
+    """The parameters of a query string (as Starlette's ``query_params`` reads it): a repeated key is an
+    error, an empty value is absent."""
     params: dict[str, Any] = {}
-    for key, value in request.query_params.multi_items():
+    for key, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
         if value == "":
             continue
         if key in params:
