@@ -121,9 +121,23 @@ def test_the_index_and_unknown_paths(client: TestClient) -> None:
         for path, allowed in (("/resources", "GET, HEAD"), ("/", "GET, HEAD"), ("/openapi.json", "GET, HEAD")):
             response = client.request(method, f"/osrm/1.0.0{path}")
             assert (response.status_code, response.headers.get("allow")) == (405, allowed), (method, path)
-    for method in ("PUT", "PATCH", "DELETE"):
-        response = client.request(method, f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}")
-        assert (response.status_code, response.headers.get("allow")) == (405, "GET, HEAD, POST"), method
+    # A URL with coordinates takes GET only, one that ends at the profile POST only (route, nearest, table, match):
+    # the Allow the OpenAPI document agrees with (found by schemathesis: Allow listed POST on the coordinate paths).
+    for method in ("PUT", "PATCH", "DELETE", "OPTIONS", "POST"):
+        table = f"car/shortest/table/v1/_/{COORDS}.json?annotations=distance"
+        for path in (f"route/v1/car/{COORDS}", table, "tile/v1/car/tile(1,2,12).mvt"):
+            response = client.request(method, f"/osrm/1.0.0/monaco-osrm/{path}", json={})
+            assert (response.status_code, response.headers.get("allow")) == (405, "GET, HEAD"), (method, path, response.text)
+            assert response.json()["code"] == "MethodNotAllowed"
+    for method in ("GET", "HEAD", "PUT", "OPTIONS"):
+        for path in ("route/v1/car", "nearest/v1/driving/", "car/fastest/match/v1/_"):
+            response = client.request(method, f"/osrm/1.0.0/monaco-osrm/{path}")
+            assert (response.status_code, response.headers.get("allow")) == (405, "POST"), (method, path)
+    # What osrm-routed answers with a 400 stays so: a POST on a URL that is no GET URL either, a GET on trip's.
+    refused = (("POST", "route/v1/car/x", "InvalidUrl"), ("POST", "trip/v1/car", "NotImplemented"), ("GET", "trip/v1/car", "InvalidUrl"))
+    for method, path, code in refused:
+        response = client.request(method, f"/osrm/1.0.0/monaco-osrm/{path}", json={"coordinates": [[7.41, 43.73], [7.42, 43.74]]})
+        assert (response.status_code, response.json()["code"]) == (400, code), (method, path, response.text)
     missing = client.get("/osrm/1.0.0/resources/x/y")
     assert missing.status_code == 404 and missing.json()["code"] == "InvalidResource", missing.text
     # A line break (%0A) anywhere in the path still reaches the native API (found by schemathesis: Starlette's
@@ -187,11 +201,26 @@ def test_the_openapi_document_is_valid_and_served(client: TestClient) -> None:
     validate(document)
     assert index["links"][0]["href"] == "http://testserver/osrm/1.0.0/openapi.json"
     assert document["servers"] == [{"url": "http://testserver/osrm/1.0.0"}]
-    assert set(document["paths"]) == {
-        "/resources",
-        "/{resource}/{service}/v1/{profile}/{coordinates}",
-        "/{resource}/{profile}/{optimization}/{service}/v1/_/{coordinates}",
-    }
+    # One path per resource and service it answers (OSRM's URL, Road2's per optimization, POST's without coordinates).
+    expected = {"/resources"}
+    for resource in client.get("/osrm/1.0.0/resources").json():
+        optimizations = {o["id"] for p in resource["profiles"] for o in p["optimizations"]}
+        for service in resource["services"]:
+            heads = [f"/{resource['id']}/{service}/v1/{{profile}}"]
+            heads += [f"/{resource['id']}/{{profile}}/{o}/{service}/v1/_" for o in optimizations]
+            expected |= {f"{head}/{{coordinates}}" for head in heads}
+            if service in ("route", "nearest", "table", "match"):
+                expected |= set(heads)
+    assert set(document["paths"]) == expected
+    assert "/monaco-valhalla/table/v1/{profile}/{coordinates}" not in expected, "Valhalla answers route and nearest only"
+    table = document["paths"]["/monaco-osrm/table/v1/{profile}/{coordinates}"]["get"]
+    options = {p["name"]: p["schema"] for p in table["parameters"] if p["in"] == "query"}
+    assert options["fallback_coordinate"] == {"type": "string", "enum": ["input", "snapped"]}
+    assert "alternatives" not in options and "steps" not in options
+    route = document["paths"]["/monaco-osrm/route/v1/{profile}"]["post"]
+    assert set(route["responses"]) == {"200", "400", "413", "415", "503", "504"}
+    body = route["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["coordinates"] and body["properties"]["alternatives"]["anyOf"][1]["maximum"] == 3
     assert client.get("/osrm/1.0.0/openapi").status_code == 200
 
 

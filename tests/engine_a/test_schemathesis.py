@@ -157,3 +157,35 @@ def test_the_admin_api_service_operations_pass_every_schemathesis_check(writable
     for service in services:
         assert httpx.delete(f"{admin}/services/{service['id']}", timeout=60).status_code == 204, service["id"]
     assert httpx.get(f"{admin}/services", timeout=10).json() == []
+
+
+#: The native OSRM API's run: the coordinate operations and the POST ones, every check. A rule the document
+#: can't express (the number of bearings, radiuses, hints, approaches or timestamps equals the number of
+#: coordinates; indices below it; a trace that matches; exclude classes of the dataset's profile) may refuse
+#: a schema-valid request with osrm-routed's 400: ``schemathesis_native_hooks.py`` checks that every such
+#: refusal is one of these, never a syntax, id, enum or limit the document states.
+NATIVE_HOOKS = Path(__file__).with_name("schemathesis_native_hooks.py")
+NATIVE_CONFIG = """
+[[operations]]
+include-path-regex = "/v1/"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400"]
+"""
+
+
+def test_the_native_osrm_api_passes_every_schemathesis_check(demo: tuple[str, str], tmp_path: Path) -> None:
+    _, simple = demo
+    native = simple.replace("/simple/1.0.0", "/osrm/1.0.0")
+    document = httpx.get(f"{native}/openapi.json").json()
+    paths = set(document["paths"])
+    services = ("route", "nearest", "table", "trip", "match", "tile")
+    assert {f"/monaco-osrm/{s}/v1/{{profile}}/{{coordinates}}" for s in services} <= paths
+    assert {f"/monaco-osrm/{{profile}}/{o}/{s}/v1/_/{{coordinates}}" for s in services for o in ("fastest", "shortest")} <= paths
+    assert {f"/monaco-osrm/{s}/v1/{{profile}}" for s in ("route", "nearest", "table", "match")} <= paths
+    route = document["paths"]["/monaco-osrm/route/v1/{profile}/{coordinates}"]["get"]
+    profile = next(p for p in route["parameters"] if p["name"] == "profile")
+    assert profile["schema"]["enum"] == ["car", "driving", "foot", "pedestrian", "walking"]
+    shortest = document["paths"]["/monaco-osrm/{profile}/shortest/route/v1/_/{coordinates}"]["get"]
+    assert next(p for p in shortest["parameters"] if p["name"] == "profile")["schema"]["enum"] == ["car", "driving"]
+    (tmp_path / "schemathesis.toml").write_text(NATIVE_CONFIG)
+    env = {"SCHEMATHESIS_HOOKS": str(NATIVE_HOOKS)}
+    run(f"{native}/openapi.json", tmp_path, "--phases", "examples,coverage,fuzzing", examples=3, env=env)

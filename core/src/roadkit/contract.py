@@ -41,6 +41,7 @@ from roadkit.model import (
     Cost,
     CostType,
     Direction,
+    GeoJSONText,
     IsochroneRequest,
     IsochroneResponse,
     NearestPoint,
@@ -52,6 +53,7 @@ from roadkit.model import (
     Step,
     way_name,
 )
+from roadkit.patterns import decimal_pattern
 from roadkit.pgcluster import PrivateCluster
 from roadkit.projections import ProjectionRegistry
 from roadkit.remote import EngineServers, HttpSettings, RemoteSource
@@ -76,6 +78,7 @@ __all__ = [
     "EngineError",
     "EngineServers",
     "EngineTimeout",
+    "GeoJSONText",
     "HttpSettings",
     "IsochroneRequest",
     "IsochroneResponse",
@@ -109,6 +112,7 @@ __all__ = [
     "Step",
     "UnsupportedOperation",
     "base_url",
+    "decimal_pattern",
     "docs_routes",
     "error_response",
     "hookimpl",

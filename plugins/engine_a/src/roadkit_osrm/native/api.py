@@ -54,8 +54,39 @@ def _error(status: int, code: str, message: str) -> Response:
     return Response(error_body(code, message), status_code=status, media_type=JSON_TYPE)
 
 
+def _not_allowed(method: str, allow: str) -> Response:
+    return Response(error_body("MethodNotAllowed", f"Method {method} not allowed (allowed: {allow})"), 405, {"Allow": allow}, JSON_TYPE)
+
+
+def url_methods(rest: list[bytes]) -> str:
+    """The methods a URL under a resource takes (its ``Allow``), from the path segments after the resource.
+
+    A URL with something after the profile (coordinates) is a GET; one that ends at the profile is a
+    POST for the services osrm-routed answers by POST. Other URLs are osrm-routed's 400 (InvalidUrl).
+    """
+    road2 = len(rest) >= 5 and rest[4] == b"_"
+    head = 5 if road2 else 3
+    if len(rest) < head:
+        return "GET, HEAD, POST"
+    if any(rest[head:]):
+        return "GET, HEAD"
+    return "POST" if uri_decode(rest[2 if road2 else 0]) in POST_SERVICES else "GET, HEAD, POST"
+
+
 def _answer(answer: NativeAnswer) -> Response:
     return Response(answer.body, status_code=answer.status, headers={"content-type": answer.content_type})
+
+
+def _parses_as_get(text: str) -> bool:
+    """Whether ``text`` is a GET URL osrm-routed reads (service, version, profile, coordinates and options)."""
+    try:
+        url = parse_url(text)
+        if url.service in SERVICES:
+            parse_query(url.service, url.query)
+            return True
+    except (UrlError, QueryError):
+        pass
+    return False
 
 
 class NativeHandler:
@@ -105,6 +136,12 @@ class NativeHandler:
             target += b"?" + query_string
         text = uri_decode(target)
         post = request.method == "POST"
+        allow = url_methods(parts[4:])
+        if not post and allow == "POST":
+            return _not_allowed(request.method, allow)
+        if post and allow == "GET, HEAD" and _parses_as_get(text):
+            # osrm-routed answers such a POST with InvalidUrl; roadkit says which method the URL takes
+            return _not_allowed(request.method, allow)
         if post and not request.headers.get("content-type", "").strip().lower().startswith("application/json"):
             return _error(415, "InvalidContentType", "POST requests require a Content-Type of application/json.")
         try:
@@ -205,30 +242,31 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
-        *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(base_url(request) + PREFIX), PREFIX),
+        *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(service, base_url(request) + PREFIX), PREFIX),
         Route("/{resource}/{rest:osrm_any}", handler.handle, methods=["GET", "POST"]),
     ]
 
     async def not_found(request: Request) -> Response:
         # A wrong method on a path served above is a 405 listing the methods it takes (RFC 9110 §15.5.6).
+        raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
+        parts = raw.split(b"/")  # b"", b"osrm", b"1.0.0", resource, rest...
+        if len(parts) > 4 and parts[3] not in (b"", b"resources", b"openapi"):
+            return _not_allowed(request.method, url_methods(parts[4:]))
         allowed: set[str] = set()
         for route in routes:
             methods = getattr(route, "methods", None) or set()
             if methods and route.matches({**request.scope, "method": next(iter(methods))})[0] == Match.FULL:
                 allowed |= methods
         if allowed:
-            allow = ", ".join(sorted(allowed))
-            return Response(
-                error_body("MethodNotAllowed", f"Method {request.method} not allowed (allowed: {allow})"), 405, {"Allow": allow}, JSON_TYPE
-            )
+            return _not_allowed(request.method, ", ".join(sorted(allowed)))
         return _error(404, "InvalidUrl", f"Not found: {request.url.path}")
 
     return [*routes, Route("/{path:osrm_any}", not_found, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"])]
 
 
 def openapi(service: ServiceView, base: str) -> dict[str, Any]:
-    """The native API's OpenAPI document (the same for every service)."""
-    return native_openapi(base)
+    """The native API's OpenAPI document for ``service`` (its resources, profiles, services and limits)."""
+    return native_openapi(service, base)
 
 
 NATIVE_API = Api("osrm", "1.0.0", routes=build_routes, openapi=openapi)
