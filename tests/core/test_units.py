@@ -97,3 +97,11 @@ def test_a_later_plugin_redefines_a_unit() -> None:
 
     units = Plugins.create(load_entry_points=False, extra_plugins=[Miles(), RoundMile()]).cost_units()
     assert units["mile"].factor == 1600.0
+
+
+def test_a_units_writer_writes_as_from_engine() -> None:
+    units = UnitRegistry({**CORE_UNITS, "furlong": ("distance", 201.168)})
+    for name in [*CORE_UNITS, "furlong"]:
+        write = units.writer(name)
+        for value in (0.0, 0.4, 59.5, 61.0, 3599.6, 86400.0 * 2 + 1.25, 12345.678):
+            assert write(value) == units.from_engine(name, value)

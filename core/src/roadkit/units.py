@@ -8,7 +8,7 @@ through its default plugin; a plugin may add units (``mile``) or redefine one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -106,3 +106,10 @@ class UnitRegistry:
         if name == STANDARD:
             return format_standard(value)
         return value / self._units[name].factor
+
+    def writer(self, name: str) -> Callable[[float], float | str]:
+        """``from_engine`` of unit ``name`` as one function (for the many values of one answer)."""
+        if name == STANDARD:
+            return format_standard
+        factor = self._units[name].factor
+        return lambda value: value / factor

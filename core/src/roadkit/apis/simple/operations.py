@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -78,16 +78,20 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
 
     units = service.units
     project = service.projections
-    geometry = project.transform(result.geometry, source.projection, crs)
+    engine_crs = source.projection
+    geometry = project.transform(result.geometry, engine_crs, crs)
+    # Written once per answer, used for every step: a step's line is a plain dict, GeoJSON as it is.
+    distance_of, duration_of = units.writer(distance_unit), units.writer(time_unit)
+    step_line: Callable[[Any], Any] = line if fmt == "geojson" else (lambda coords: write_geometry(line(coords), fmt))
     portions = []
     cursor = 0
     for portion in result.portions:
-        p_start, p_end = project.transform([portion.start, portion.end], source.projection, crs)
+        p_start, p_end = project.transform([portion.start, portion.end], engine_crs, crs)
         entry: dict[str, Any] = {
             "start": _xy(p_start),
             "end": _xy(p_end),
-            "distance": units.from_engine(distance_unit, portion.distance),
-            "duration": units.from_engine(time_unit, portion.duration),
+            "distance": distance_of(portion.distance),
+            "duration": duration_of(portion.duration),
         }
         if get_bbox:
             if len(result.portions) == 1:
@@ -97,10 +101,10 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
                 entry["bbox"] = bbox(part)
         entry["steps"] = [
             {
-                "geometry": write_geometry(line(project.transform(step.geometry, source.projection, crs)), fmt),
+                "geometry": step_line(project.transform(step.geometry, engine_crs, crs)),
                 "attributes": step.attributes,
-                "distance": units.from_engine(distance_unit, step.distance),
-                "duration": units.from_engine(time_unit, step.duration),
+                "distance": distance_of(step.distance),
+                "duration": duration_of(step.duration),
                 "instruction": step.instruction,
             }
             for step in portion.steps
