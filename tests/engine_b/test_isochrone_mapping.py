@@ -10,10 +10,12 @@ import json
 import random
 from typing import Any
 
+import orjson
 import pytest
 
 from roadkit.errors import RoadkitError
-from roadkit.model import Coord, Cost, IsochroneRequest
+from roadkit.geometry import write_geometry
+from roadkit.model import Coord, Cost, GeoJSONText, IsochroneRequest
 from roadkit_valhalla import ValhallaSource, translate
 from roadkit_valhalla.translate import clean_polygon
 
@@ -56,7 +58,52 @@ async def test_isochrone_equals_valhallas_polygons(source: ValhallaSource, actor
     for value, geometry in zip(request_.cost_values, response.geometries, strict=True):
         expected = by_value[value]["geometry"]
         assert expected["type"] == "Polygon"
-        assert geometry == {"type": "Polygon", "coordinates": [_without_repeats(r) for r in expected["coordinates"]]}
+        cleaned = {"type": "Polygon", "coordinates": [_without_repeats(r) for r in expected["coordinates"]]}
+        assert geometry == cleaned
+        # Written in the response byte for byte as the dict would be.
+        assert orjson.dumps(write_geometry(geometry, "geojson")) == orjson.dumps(cleaned)
+    # One value: the polygon is written on the engine thread, from its coordinates alone.
+    assert isinstance(response.geometries[0], GeoJSONText) == (len(request_.cost_values) == 1)
+
+
+def _valhalla_text(geometry: dict[str, Any], contour: float = 5.0) -> str:
+    """An answer written as Valhalla writes it (properties, then the geometry's coordinates before its type)."""
+    written = {"coordinates": geometry["coordinates"], "type": geometry["type"]}
+    feature = {"properties": {"contour": contour, "metric": "time"}, "geometry": written}
+    return orjson.dumps({"features": [feature], "type": "FeatureCollection"}).decode()
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        {"type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 0], [4, 4], [0, 4], [0, 0]]]},  # a repeated point
+        {"type": "Polygon", "coordinates": [[[0, 0], [2, 2], [2, 0], [0, 2], [0, 0]]]},  # a bow tie: repaired
+        {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [2, 2], [0, 0]]]},  # no area: the start point
+        {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, "a"], [0, 0]]]},  # not numbers: the start point
+    ],
+)
+def test_the_written_isochrone_is_what_the_whole_answer_gives(geometry: dict[str, Any]) -> None:
+    request = IsochroneRequest((1.0, 1.0), Cost("car", cost_type="time"), (300.0,))
+    text = _valhalla_text(geometry)
+    written = translate.written_isochrone(text, request)
+    whole = translate.isochrone_response(orjson.loads(text), request)
+    assert written is not None
+    assert written.geometries == whole.geometries
+    assert [orjson.dumps(write_geometry(g, "geojson")) for g in written.geometries] == [
+        orjson.dumps(write_geometry(g, "geojson")) for g in whole.geometries
+    ]
+
+
+def test_other_answers_are_read_whole() -> None:
+    polygon = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}
+    one = IsochroneRequest((0.5, 0.2), Cost("car", cost_type="time"), (300.0,))
+    two = IsochroneRequest((0.5, 0.2), Cost("car", cost_type="time"), (300.0, 600.0))
+    assert translate.written_isochrone(_valhalla_text(polygon), two) is None  # several values
+    multi = {"type": "MultiPolygon", "coordinates": [polygon["coordinates"]]}
+    assert translate.written_isochrone(_valhalla_text(multi), one) is None
+    first_type = orjson.dumps({"features": [{"geometry": polygon, "properties": {}}]}).decode()  # "type" before "coordinates"
+    assert translate.written_isochrone(first_type, one) is None
+    assert translate.written_isochrone('{"features":[],"type":"FeatureCollection"}', one) is None
 
 
 def test_polygons_with_holes_repeats_and_bad_points() -> None:

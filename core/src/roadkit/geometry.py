@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
 from pypolyline.cutil import encode_coordinates
 
-from roadkit.model import Coord
+from roadkit.model import Coord, GeoJSONText
 
 GEOMETRY_FORMATS = ("geojson", "polyline", "wkt")
 
@@ -82,7 +83,7 @@ def _wkt_coords(coords: Iterable[Sequence[float]]) -> str:
     return ",".join(f"{_num(x)} {_num(y)}" for x, y in coords)
 
 
-def to_wkt(geometry: dict[str, Any]) -> str:
+def to_wkt(geometry: Mapping[str, Any]) -> str:
     """WKT of a GeoJSON-like geometry dict (Point, LineString, Polygon, MultiPolygon, collections)."""
     kind = geometry["type"]
     coords: Any = geometry.get("coordinates")
@@ -100,7 +101,7 @@ def to_wkt(geometry: dict[str, Any]) -> str:
     raise ValueError(f"unsupported geometry type {kind}")
 
 
-def to_polyline(geometry: dict[str, Any]) -> str | list[str] | list[list[str]]:
+def to_polyline(geometry: Mapping[str, Any]) -> str | list[str] | list[list[str]]:
     """Encoded polyline(s): one string for a line or point, one per ring for a polygon."""
     kind = geometry["type"]
     coords = geometry["coordinates"]
@@ -116,10 +117,13 @@ def to_polyline(geometry: dict[str, Any]) -> str | list[str] | list[list[str]]:
     raise ValueError(f"unsupported geometry type {kind}")
 
 
-def write_geometry(geometry: dict[str, Any], fmt: str) -> Any:
-    """A GeoJSON-like geometry dict written in ``fmt`` (``geojson``, ``polyline`` or ``wkt``)."""
+def write_geometry(geometry: Mapping[str, Any], fmt: str) -> Any:
+    """A GeoJSON-like geometry written in ``fmt`` (``geojson``, ``polyline`` or ``wkt``).
+
+    A :class:`GeoJSONText` in GeoJSON is its text, which ``orjson.dumps`` inserts as it is.
+    """
     if fmt == "geojson":
-        return geometry
+        return orjson.Fragment(geometry.text) if isinstance(geometry, GeoJSONText) else geometry
     if fmt == "polyline":
         return to_polyline(geometry)
     if fmt == "wkt":

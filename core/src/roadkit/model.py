@@ -8,10 +8,12 @@ source; the API reprojects them into the CRS the user asked for.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
 import attrs
+import orjson
 
 Coord = tuple[float, float]
 CostType = Literal["time", "distance"]
@@ -165,13 +167,51 @@ class IsochroneRequest:
     date_time: datetime | None = None
 
 
+class GeoJSONText(Mapping[str, Any]):
+    """A geometry already written as GeoJSON (exactly as ``orjson.dumps`` writes its dict), read on demand.
+
+    An engine that answers GeoJSON can hand its geometry over without building a Python object per
+    coordinate: the GeoJSON output writes ``text`` as it is, and reading it as a mapping (``type``,
+    ``coordinates``: reprojection, polyline or WKT output) parses the coordinates on first use.
+    """
+
+    __slots__ = ("_coordinates", "text", "type")
+
+    def __init__(self, kind: str, text: bytes) -> None:
+        self.type = kind
+        self.text = text
+        self._coordinates: Any = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "type":
+            return self.type
+        if key == "coordinates":
+            if self._coordinates is None:
+                self._coordinates = orjson.loads(self.text)["coordinates"]
+            return self._coordinates
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("type", "coordinates"))
+
+    def __len__(self) -> int:
+        return 2
+
+    @property
+    def __geo_interface__(self) -> dict[str, Any]:
+        return {"type": self.type, "coordinates": self["coordinates"]}
+
+    def __repr__(self) -> str:
+        return f"GeoJSONText({self.type!r}, {self.text[:60]!r}...)"
+
+
 @attrs.frozen
 class IsochroneResponse:
-    """One GeoJSON-like geometry dict per cost value, in the order of the request's values.
+    """One GeoJSON-like geometry per cost value, in the order of the request's values.
 
     A geometry is a ``Polygon``/``MultiPolygon``, or a ``Point`` at the start when the cost value is
-    too small to form an area.
+    too small to form an area: a dict, or a :class:`GeoJSONText` the engine wrote.
     """
 
     point: Coord
-    geometries: list[dict[str, Any]]
+    geometries: list[Mapping[str, Any]]

@@ -160,7 +160,12 @@ class ValhallaBase(Source):
     async def isochrone(self, request: IsochroneRequest) -> IsochroneResponse:
         cost: ValhallaCost = self.setting(request.cost)
         body = translate.isochrone_body(request, cost)
-        return await self.ask("isochrone", body, lambda answer: translate.isochrone_response(answer, request))
+        return await self.ask(
+            "isochrone",
+            body,
+            lambda answer: translate.isochrone_response(answer, request),
+            lambda text: translate.written_isochrone(text, request),
+        )
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         costs: list[ValhallaCost] = [self.setting(cost) for cost in self.costs()]

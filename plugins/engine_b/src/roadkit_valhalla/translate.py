@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy
@@ -29,6 +29,7 @@ from shapely.geometry import mapping, shape
 from roadkit.contract import (
     Constraint,
     Coord,
+    GeoJSONText,
     IsochroneRequest,
     IsochroneResponse,
     NearestPoint,
@@ -341,11 +342,45 @@ def isochrone_response(answer: dict[str, Any], request: IsochroneRequest) -> Iso
         raise NoIsochroneFound(f"No isochrone found ({len(features)} contours for {len(request.cost_values)} values)")
     features.sort(key=lambda f: -float(f.get("properties", {}).get("contour", 0.0)))
     descending = sorted(range(len(request.cost_values)), key=lambda i: -request.cost_values[i])
-    geometries: list[dict[str, Any]] = [{}] * len(request.cost_values)
+    geometries: list[Mapping[str, Any]] = [{}] * len(request.cost_values)
     start = {"type": "Point", "coordinates": [request.point[0], request.point[1]]}
     for index, feature in zip(descending, features, strict=True):
         geometries[index] = clean_polygon(feature["geometry"]) or start
     return IsochroneResponse(request.point, geometries)
+
+
+_GEOMETRY = '"geometry":'
+_COORDINATES = '"geometry":{"coordinates":'
+_POLYGON_END = ',"type":"Polygon"}'
+
+
+def written_isochrone(answer: str, request: IsochroneRequest) -> IsochroneResponse | None:
+    """The isochrone of one cost value from Valhalla's text, its polygon written back to GeoJSON on the spot.
+
+    Valhalla writes its only contour as ``"geometry":{"coordinates":[[[x,y],...]],"type":"Polygon"}``:
+    only those coordinates are parsed, checked by :func:`clean_polygon` as in
+    :func:`isochrone_response`, and written by orjson here, on the engine thread, while they are
+    fresh in its caches. The response inserts that text (:class:`GeoJSONText`) instead of writing
+    each coordinate again on the event loop; it is the same text, byte for byte, that orjson writes
+    for the dict. None for anything else (several values, a MultiPolygon, an unexpected text):
+    :func:`isochrone_response` reads it.
+    """
+    if len(request.cost_values) != 1 or answer.count(_GEOMETRY) != 1:
+        return None
+    start = answer.find(_COORDINATES)
+    end = answer.find(_POLYGON_END, start)
+    if start < 0 or end < 0:
+        return None
+    try:
+        rings = orjson.loads(answer[start + len(_COORDINATES) : end])
+    except orjson.JSONDecodeError:
+        return None
+    geometry = clean_polygon({"type": "Polygon", "coordinates": rings})
+    if geometry is None:
+        return IsochroneResponse(request.point, [{"type": "Point", "coordinates": [request.point[0], request.point[1]]}])
+    if geometry["type"] != "Polygon" or not isinstance(geometry["coordinates"], list):
+        return IsochroneResponse(request.point, [geometry])  # repaired by shapely (rare): handed over as a dict
+    return IsochroneResponse(request.point, [GeoJSONText("Polygon", orjson.dumps(geometry))])
 
 
 def locate_body(point: Coord, costing: str, radius: int) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -207,7 +208,7 @@ async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _reproject(service: Service, geometry: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+def _reproject(service: Service, geometry: Mapping[str, Any], source: str, target: str) -> Mapping[str, Any]:
     kind = geometry["type"]
     if source == target and kind in ("Point", "Polygon", "MultiPolygon"):
         return geometry  # written as it is: no copy of every coordinate
