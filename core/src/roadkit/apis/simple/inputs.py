@@ -32,8 +32,13 @@ async def read_parameters(request: Request, body_limit: int) -> dict[str, Any]:
 def query_parameters(query: bytes) -> dict[str, Any]:
     """The parameters of a query string (as Starlette's ``query_params`` reads it): a repeated key is an
     error, an empty value is absent."""
+    text = query.decode("latin-1")
+    if "%" in text or "+" in text:
+        pairs = parse_qsl(text, keep_blank_values=True)
+    else:  # nothing to decode (the usual query): parse_qsl's result without its work per field
+        pairs = [(key, value) for key, _, value in (part.partition("=") for part in text.split("&") if part)]
     params: dict[str, Any] = {}
-    for key, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+    for key, value in pairs:
         if value == "":
             continue
         if key in params:
