@@ -70,6 +70,10 @@ def test_osrm_errors_on_valhalla(client: TestClient) -> None:
     assert (too_few.status_code, too_few.json()["code"]) == (400, "InvalidOptions")
     far = client.get("/osrm/1.0.0/monaco-valhalla/route/v1/car/7.41337,43.72956;2.35,48.85")
     assert far.status_code == 400 and far.json()["code"] == "NoSegment", far.text
+    # A POST with no coordinates is osrm-routed's InvalidOptions (found by schemathesis: Valhalla's nearest answered 200).
+    for service in ("nearest", "route"):
+        empty = client.post(f"/osrm/1.0.0/monaco-valhalla/{service}/v1/car", json={"coordinates": []})
+        assert (empty.status_code, empty.json()["code"]) == (400, "InvalidOptions"), (service, empty.text)
     malformed = client.get(f"/osrm/1.0.0/monaco-valhalla/route/v1/car/{COORDS}?steps=maybe")
     assert malformed.status_code == 400 and malformed.json()["code"] == "InvalidQuery"
     listed = {r["id"]: r for r in client.get("/osrm/1.0.0/resources").json()}

@@ -52,6 +52,8 @@ def check_options(service: str, params: dict[str, Any]) -> NativeAnswer | None:
     for bearing in params.get("bearings") or []:
         if bearing is not None and not (0 <= bearing[0] <= 360 and 0 <= bearing[1] <= 180):
             return error("InvalidOptions", "")
+    if service == "nearest" and size == 0:  # a POST body may hold none (a URL always holds one): osrm-routed's answer
+        return error("InvalidOptions", "Coordinates are invalid")
     if service == "route" and size < 2:
         return error("InvalidOptions", "Number of coordinates needs to be at least two.")
     for lon, lat in params["coordinates"]:
