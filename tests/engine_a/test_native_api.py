@@ -235,3 +235,36 @@ def test_post_requests_on_roadkit_urls(client: TestClient) -> None:
     assert huge.status_code == 413 and huge.json()["code"] == "InvalidQuery"
     trip = client.post("/osrm/1.0.0/monaco-osrm/trip/v1/car", json=body)
     assert (trip.status_code, trip.json()["code"]) == (400, "NotImplemented")
+
+
+def test_a_sources_own_limits_narrow_the_resources() -> None:
+    from roadkit_osrm.native.contract import NativeLimits
+
+    assert NativeLimits().narrowed({"max_viaroute_size": 20}).max_viaroute_size == 20
+    assert NativeLimits().narrowed({"max_viaroute_size": 900}).max_viaroute_size == 500, "never above the resource's"
+    assert NativeLimits(max_viaroute_size=-1).narrowed({"max_viaroute_size": 20}).max_viaroute_size == 20, "-1: unlimited"
+    assert NativeLimits(max_alternatives=0).narrowed({"max_alternatives": 2}).max_alternatives == 0, "0 alternatives is a limit"
+    assert NativeLimits(max_viaroute_size=2).exceeded("route", {"coordinates": [(0, 0)] * 3}) == (
+        "TooBig",
+        "Number of entries 3 is higher than current maximum (2)",
+    )
+
+
+def test_the_document_describes_the_area_every_source_of_a_path_takes() -> None:
+    import re
+    from types import SimpleNamespace
+
+    from roadkit_osrm.native.contract import NativeLimits
+    from roadkit_osrm.native.openapi import WORLD, area, coordinates_schema
+
+    osrm, monaco, east = (
+        SimpleNamespace(),
+        SimpleNamespace(native_bbox=(7.349, 43.71, 7.491, 43.77)),
+        SimpleNamespace(native_bbox=(7.4, 43.0, 8.0, 44.0)),
+    )
+    assert area([osrm]) == WORLD, "osrm-routed snaps anywhere"
+    assert area([osrm, monaco, east]) == (7.4, 43.71, 7.491, 43.77), "the narrowest: their intersection"
+    pattern = re.compile(coordinates_schema("route", NativeLimits(max_viaroute_size=3), area([monaco]))["schema"]["pattern"])
+    assert pattern.fullmatch("7.41,43.73;7.42,43.74") and pattern.fullmatch("7.41,43.73;7.42,43.74;7.43,43.75.json")
+    assert not pattern.fullmatch("7.41,43.73;7.42,43.74;7.43,43.75;7.44,43.75"), "max_viaroute_size"
+    assert not pattern.fullmatch("7.41,43.73;7.348,43.74") and not pattern.fullmatch("-7.41,43.73;7.42,43.74")

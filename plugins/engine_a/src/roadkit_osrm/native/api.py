@@ -176,7 +176,7 @@ class NativeHandler:
             return _error(400, "InvalidQuery", exc.message)
         except RoadkitError as exc:
             return _error(exc.status, "InvalidQuery", exc.message)
-        native = NativeRequest(url.service, url.version, profile, url.query, params, cost, settings.limits, body)
+        native = NativeRequest(url.service, url.version, profile, url.query, params, cost, settings.limits_for([source]), body)
         try:
             return _answer(await source.native(native))
         except RoadkitError as exc:

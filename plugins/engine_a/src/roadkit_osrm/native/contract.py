@@ -9,12 +9,18 @@ osrm-bindings); ``request.path`` is the URL osrm-routed would receive, ``/{servi
 (``profile`` is the name the client used, ``cost`` the resource's cost it chose), so that a source
 forwarding to a remote osrm-routed sends ``/{service}/v1/{its profile}/{request.query}`` (the query is
 as osrm-routed's parser received it: URI-decoded) and returns the server's status and body unchanged.
-Limits of the resource are in ``request.limits``;
-:func:`roadkit_osrm.native.limits.check_limits` applies them the way osrm-routed does.
+Limits of the resource, narrowed by the source's own (its ``native_limits``), are in ``request.limits``;
+:meth:`NativeLimits.exceeded` applies them the way osrm-routed does.
+
+Two more attributes, read with ``getattr`` so that another engine's plugin need not import this one:
+``native_services`` (the services the source answers) and ``native_bbox`` (None, or the box
+``(xmin, ymin, xmax, ymax)`` in WGS 84 outside which the source refuses a coordinate with osrm-routed's
+NoSegment before asking its engine: the document then describes coordinates inside it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -36,6 +42,26 @@ class NativeLimits:
     max_nearest_locations: int = 10
     max_alternatives: int = 3
     max_matching_radius: float = -1.0
+
+    def narrowed(self, most: Mapping[str, int]) -> NativeLimits:
+        """These limits, each of ``most`` (a source's own: limit name -> its largest value) lowered to it."""
+        changes: dict[str, Any] = {}
+        for name, value in most.items():
+            current = getattr(self, name)
+            # -1 is unlimited everywhere; 0 too, but for max_alternatives (0: none)
+            unlimited = current < 0 if name == "max_alternatives" else current <= 0
+            changes[name] = value if unlimited else min(current, value)
+        return attrs.evolve(self, **changes)
+
+    def exceeded(self, service: str, params: dict[str, Any]) -> tuple[str, str] | None:
+        """osrm-routed's ``(code, message)`` for a request past these limits, else None.
+
+        For the sources of other engines answering native requests, which check the limits themselves
+        (they get them as ``request.limits``, without importing this plugin).
+        """
+        from roadkit_osrm.native.checks import check_limits
+
+        return check_limits(service, params, self)
 
 
 @attrs.frozen

@@ -2,9 +2,16 @@
 
 A request the document calls valid is one the API reads, as far as OpenAPI can say: one path per
 resource and OSRM service (and per optimization for Road2's URL), the profiles that reach a source
-answering that service, the coordinates as a pattern (``{lon},{lat};...`` in the resource's area, an
+answering that service, the coordinates as a pattern (``{lon},{lat};...`` in the sources' area, an
 encoded polyline, ``tile(x,y,z).mvt``) with osrm-routed's limits on their number, and each option
 osrm-routed takes as a query parameter (or a JSON body member for POST) with its syntax and values.
+
+A source may narrow both (``roadkit_osrm.native.contract``): ``native_bbox``, the box outside which it
+refuses a coordinate (Valhalla snaps only near its roads; osrm-routed snaps any point, so an OSRM
+source has none: anywhere), and ``native_limits`` (Valhalla's max_locations lowers max_viaroute_size).
+Where a path's profiles reach several sources, the path describes the narrowest of their rules: the
+intersection of their boxes and the lowest of their limits.
+
 Where a domain can't be written as a pattern (decimal ranges, polylines), the pattern describes a
 safe part of it, as the simple API's document does (``roadkit.apis.simple.openapi_exact``).
 
@@ -21,7 +28,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from roadkit.contract import ConfigurationError, Resource, ServiceView, decimal_pattern
+from roadkit.contract import ConfigurationError, Resource, ServiceView, Source, decimal_pattern
 from roadkit_osrm.native.body import POST_SERVICES
 from roadkit_osrm.native.contract import NativeLimits
 from roadkit_osrm.native.query import BASE64_CHARS, HINT_SIZE, SERVICES
@@ -38,8 +45,10 @@ _OSRM_ANSWER = {
     },
     "additionalProperties": True,
 }
+#: A box in WGS 84: xmin, ymin, xmax, ymax.
+Box = tuple[float, float, float, float]
 #: Where coordinates are accepted: anywhere (osrm-routed snaps a point to the nearest road of its data).
-WORLD = (-180.0, -90.0, 180.0, 90.0)
+WORLD: Box = (-180.0, -90.0, 180.0, 90.0)
 #: The zoom levels osrm-routed draws tiles at.
 TILE_ZOOMS = range(12, 20)
 _BOOLEAN = ["true", "false"]
@@ -233,7 +242,7 @@ def _zigzag(value: int) -> str:
     return "".join(out)
 
 
-def polyline_pattern(box: tuple[float, float, float, float], precision: int, least: int, most: int | None) -> str | None:
+def polyline_pattern(box: Box, precision: int, least: int, most: int | None) -> str | None:
     """A safe part of ``polyline(...)``: the centre of ``box``, then steps of at most 16 units that stay inside."""
     factor = 10**precision
     lon, lat = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
@@ -247,7 +256,14 @@ def polyline_pattern(box: tuple[float, float, float, float], precision: int, lea
     return rf"{name}\({start}(?:{step}){{{least - 1},{steps}}}\)"
 
 
-def coordinates_schema(service: str, limits: NativeLimits, box: tuple[float, float, float, float] = WORLD) -> dict[str, Any]:
+def point_pattern(box: Box) -> str:
+    """``{lon},{lat}`` inside ``box`` (unanchored): both signs anywhere, the box's side of 0 elsewhere."""
+    if box == WORLD:
+        return f"-?{_decimal(0, box[2])},-?{_decimal(0, box[3])}"
+    return f"{_decimal(box[0], box[2])},{_decimal(box[1], box[3])}"
+
+
+def coordinates_schema(service: str, limits: NativeLimits, box: Box = WORLD) -> dict[str, Any]:
     """The ``{coordinates}`` path parameter of ``service``: its pattern and description."""
     if service == "tile":
         tiles = "|".join(rf"{_integer(0, 2**z - 1)},{_integer(0, 2**z - 1)},0*{z}" for z in TILE_ZOOMS)
@@ -256,17 +272,21 @@ def coordinates_schema(service: str, limits: NativeLimits, box: tuple[float, flo
             "description": f"`tile({{x}},{{y}},{{z}}).mvt`: a Mapbox vector tile, zoom {TILE_ZOOMS[0]} to {TILE_ZOOMS[-1]}.",
         }
     least, most = count_range(service, limits)
-    point = f"-?{_decimal(0, box[2])},-?{_decimal(0, box[3])}"
+    point = point_pattern(box)
     more = f"{{{least - 1},{'' if most is None else most - 1}}}"
     forms = [f"{point}(?:;{point}){more}"]
     forms += [p for p in (polyline_pattern(box, 5, least, most), polyline_pattern(box, 6, least, most)) if p]
     counted = f"{least}" if most == least else f"{least} to {most}" if most else f"at least {least}"
+    where = (
+        "anywhere: osrm-routed snaps each to the nearest road"
+        if box == WORLD
+        else f"inside {','.join(f'{v:g}' for v in box)}: the source refuses a point outside it (NoSegment)"
+    )
     return {
         "schema": _text(f"^(?:{'|'.join(forms)})(?:\\.json)?$"),
         "description": (
-            f"{counted} coordinates: `{{lon}},{{lat}};{{lon}},{{lat}}...` (WGS 84, anywhere: osrm-routed snaps each to "
-            "the nearest road), `polyline({{encoded}})` or `polyline6({encoded})` (described: from 0,0, small steps), "
-            "optionally followed by `.json`."
+            f"{counted} coordinates: `{{lon}},{{lat}};{{lon}},{{lat}}...` (WGS 84, {where}), `polyline({{encoded}})` or "
+            "`polyline6({encoded})` (described: from the centre of that area, small steps), optionally followed by `.json`."
         ),
     }
 
@@ -310,14 +330,29 @@ def _settings(resource: Resource) -> NativeSettings | None:
         return None
 
 
-def _answering(settings: NativeSettings, resource: Resource, names: list[str], service: str, optimization: str | None) -> list[str]:
-    """The profile names (of ``names``) whose source answers ``service``."""
-    found = []
+def _answering(
+    settings: NativeSettings, resource: Resource, names: list[str], service: str, optimization: str | None
+) -> tuple[list[str], list[Source]]:
+    """The profile names (of ``names``) whose source answers ``service``, and those sources."""
+    found: list[str] = []
+    sources: list[Source] = []
     for name in names:
         chosen = settings.choose(resource, name, optimization)
         if chosen is not None and service in getattr(chosen[0], "native_services", ()):
             found.append(name)
-    return found
+            if chosen[0] not in sources:
+                sources.append(chosen[0])
+    return found, sources
+
+
+def area(sources: list[Source]) -> Box:
+    """Where every one of ``sources`` takes coordinates: the intersection of their ``native_bbox`` (WORLD: none has one)."""
+    box = WORLD
+    for source in sources:
+        own: Box | None = getattr(source, "native_bbox", None)
+        if own is not None:
+            box = (max(box[0], own[0]), max(box[1], own[1]), min(box[2], own[2]), min(box[3], own[3]))
+    return box
 
 
 def resource_paths(resource: Resource, settings: NativeSettings) -> dict[str, Any]:
@@ -327,20 +362,22 @@ def resource_paths(resource: Resource, settings: NativeSettings) -> dict[str, An
     optimizations = sorted({c.optimization for s in resource.sources for c in s.costs() if c.optimization})
     rid = quote(resource.id, safe="")
     for name in SERVICES:
-        coordinates = coordinates_schema(name, settings.limits)
-        options = [
-            {"name": key, "in": "query", "required": False, "schema": schema, "description": text}
-            for key, (schema, text) in query_options(name, settings.limits).items()
-        ]
-        coordinate = _path("coordinates", coordinates["description"], coordinates["schema"])
         forms: list[tuple[str, str, str | None, list[str]]] = [
             (f"/{rid}/{name}/v1/{{profile}}", "", None, [n for n in names if all(c in NAME_CHARS for c in n)])
         ]
         forms += [(f"/{rid}/{{profile}}/{quote(o, safe='')}/{name}/v1/_", f"-{o}", o, names) for o in optimizations]
         for prefix, suffix, optimization, candidates in forms:
-            profiles = _answering(settings, resource, candidates, name, optimization)
-            if not profiles:
-                continue
+            profiles, sources = _answering(settings, resource, candidates, name, optimization)
+            box = area(sources)
+            if not profiles or box[0] > box[2] or box[1] > box[3]:
+                continue  # no profile, or sources without a common area: no request is answered for all of them
+            limits = settings.limits_for(sources)
+            coordinates = coordinates_schema(name, limits, box)
+            coordinate = _path("coordinates", coordinates["description"], coordinates["schema"])
+            options = [
+                {"name": key, "in": "query", "required": False, "schema": schema, "description": text}
+                for key, (schema, text) in query_options(name, limits).items()
+            ]
             profile = _path("profile", "A profile of the resource or an alias (see /resources).", _text(values=profiles))
             operation_id = f"{name}-{resource.id}{suffix}"
             paths[f"{prefix}/{{coordinates}}"] = {
@@ -352,7 +389,7 @@ def resource_paths(resource: Resource, settings: NativeSettings) -> dict[str, An
                 }
             }
             if name in POST_SERVICES:
-                body = body_schema(name, settings.limits, _body_coordinates(name, settings.limits))
+                body = body_schema(name, limits, _body_coordinates(name, limits, box))
                 paths[prefix] = {
                     "post": {
                         "operationId": f"{operation_id}-post",
@@ -365,7 +402,7 @@ def resource_paths(resource: Resource, settings: NativeSettings) -> dict[str, An
     return paths
 
 
-def _body_coordinates(service: str, limits: NativeLimits, box: tuple[float, float, float, float] = WORLD) -> dict[str, Any]:
+def _body_coordinates(service: str, limits: NativeLimits, box: Box = WORLD) -> dict[str, Any]:
     least, most = count_range(service, limits)
     pair = {
         "type": "array",

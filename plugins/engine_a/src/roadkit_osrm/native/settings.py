@@ -10,6 +10,8 @@ In the resource file::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from roadkit.contract import ConfigurationError, Cost, Resource, Source
@@ -37,6 +39,13 @@ class NativeSettings:
                 if cost.profile == profile and (wanted is None or cost.optimization == wanted):
                     return source, cost
         return None
+
+    def limits_for(self, sources: Iterable[Source]) -> NativeLimits:
+        """The resource's limits narrowed by each source's own (its ``native_limits``): the narrowest of all."""
+        limits = self.limits
+        for source in sources:
+            limits = limits.narrowed(getattr(source, "native_limits", {}))
+        return limits
 
     def profile_names(self, resource: Resource) -> list[str]:
         """Every profile name the resource accepts: its costs' profiles and the aliases."""
