@@ -91,6 +91,9 @@ class ValhallaBase(Source):
     }  # banned values are costing options
     #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
     native_services = ("route", "nearest")
+    #: the most locations one route takes, for every costing of the source (Valhalla's service_limits,
+    #: read when the source connects; None: not known, Valhalla refuses beyond its own)
+    max_locations: int | None = None
     #: Valhalla refuses a date_time of 1900 or before ("Date and time is invalid").
     date_time_years = (1901, 9999)
 
@@ -174,8 +177,26 @@ class ValhallaBase(Source):
         body = translate.locate_body(request.point, costing, radius)
         return await self.ask("locate", body, lambda answer: translate.nearest_response(answer, request.point, request.number))
 
+    @property
+    def native_bbox(self) -> tuple[float, float, float, float] | None:
+        """The source's ``bbox``: a native coordinate outside it is refused (NoSegment) before Valhalla is asked.
+
+        Valhalla snaps a point only to roads within its search cutoff (35 km) where osrm-routed snaps
+        any point; inside the bbox every point snaps (tests/engine_b/test_native_valhalla.py checks it).
+        """
+        return self.config.bbox
+
+    @property
+    def native_limits(self) -> dict[str, int]:
+        """osrm-routed's limits the source lowers: a route's coordinates, at most Valhalla's max_locations."""
+        return {} if self.max_locations is None else {"max_viaroute_size": self.max_locations}
+
     async def native(self, request: Any) -> Any:
-        """A native OSRM request (the OSRM plugin's ``osrm/1.0.0`` API): route and nearest, OSRM-shaped."""
+        """A native OSRM request (the OSRM plugin's ``osrm/1.0.0`` API): route and nearest, OSRM-shaped.
+
+        osrm-routed's order: options, then limits (``request.limits``, these sources' lowered), then the
+        plugins' own refusals, the coordinates' area, and only then the engine.
+        """
         from roadkit_valhalla import native
 
         params: dict[str, Any] = request.params
@@ -184,6 +205,12 @@ class ValhallaBase(Source):
         if params.get("format") == "flatbuffers":
             return native.error("InvalidOptions", "The flatbuffers output format is not available on this service")
         problem = native.check_options(request.service, params)
+        if problem is None and (exceeded := request.limits.exceeded(request.service, params)) is not None:
+            problem = native.error(*exceeded)
+        if problem is None:
+            problem = native.plugin_refusal(request.service, params)
+        if problem is None:
+            problem = native.outside(params["coordinates"], self.native_bbox, self.id)
         if problem is not None:
             return problem
         try:

@@ -56,9 +56,40 @@ def check_options(service: str, params: dict[str, Any]) -> NativeAnswer | None:
         return error("InvalidOptions", "Coordinates are invalid")
     if service == "route" and size < 2:
         return error("InvalidOptions", "Number of coordinates needs to be at least two.")
+    # osrm-routed's parameters' IsValid(): waypoints index the coordinates, nearest asks for one point at least
+    if service == "route" and any(index >= size for index in params.get("waypoints") or ()):
+        return error("InvalidOptions", "")
+    if service == "nearest" and params.get("number_of_results", 1) < 1:
+        return error("InvalidOptions", "")
     for lon, lat in params["coordinates"]:
         if not (-180 <= lon <= 180 and -90 <= lat <= 90):
             return error("InvalidValue", "Invalid coordinate value.")
+    return None
+
+
+def plugin_refusal(service: str, params: dict[str, Any]) -> NativeAnswer | None:
+    """What osrm-routed's plugins refuse once the limits pass: waypoints that leave out the first or the
+    last coordinate, and exclude classes its profile does not declare (Valhalla has none: it ignores a
+    class, but refuses a name that can't be one, such as a POST body's empty string)."""
+    waypoints = params.get("waypoints")
+    if service == "route" and waypoints and (waypoints[0] != 0 or waypoints[-1] != len(params["coordinates"]) - 1):
+        return error("InvalidValue", "First and last coordinates must be specified as waypoints.")
+    if any(not (name.isascii() and name.isalnum()) for name in params.get("exclude") or ()):
+        return error("InvalidValue", "Exclude flag combination is not supported.")
+    return None
+
+
+def outside(coordinates: list[tuple[float, float]], box: tuple[float, float, float, float] | None, source_id: str) -> NativeAnswer | None:
+    """osrm-routed's NoSegment for the first coordinate outside ``box`` (the source's bbox; None: anywhere)."""
+    if box is None:
+        return None
+    for i, (lon, lat) in enumerate(coordinates):
+        if not (box[0] <= lon <= box[2] and box[1] <= lat <= box[3]):
+            area = ",".join(f"{v:g}" for v in box)
+            return error(
+                "NoSegment",
+                f"Could not find a matching segment for coordinate {i}: {lon},{lat} is outside {area}, the area of source {source_id}",
+            )
     return None
 
 
@@ -121,6 +152,8 @@ def engine_error(exc: RoadkitError) -> NativeAnswer:
         return error("NoSegment", text)
     if exc.code == "no_path":
         return error("NoRoute", text)
+    if "max locations" in lowered:  # a valhalla-http source: its servers' max_locations are not known in advance
+        return error("TooBig", text)
     if exc.status >= 500:
         return error("EngineError", text, exc.status)
     return error("InvalidValue", text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +37,21 @@ def isochrone_limits(settings: Any) -> dict[str, float]:
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
             found[cost_type] = float(value) * factor  # minutes, kilometers
     return found
+
+
+def least_max_locations(settings: Any, costings: Iterable[str]) -> int | None:
+    """The most locations a route of every one of ``costings`` takes (``service_limits.<costing>.max_locations``).
+
+    None when the valhalla.json gives none of them (Valhalla's defaults then apply: it refuses beyond them).
+    """
+    limits = settings.get("service_limits") if isinstance(settings, dict) else None
+    found: list[int] = []
+    for costing in costings:
+        of_costing = limits.get(costing) if isinstance(limits, dict) else None
+        value = of_costing.get("max_locations") if isinstance(of_costing, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            found.append(value)
+    return min(found) if found else None
 
 
 class ValhallaSource(ValhallaBase):
@@ -81,6 +96,7 @@ class ValhallaSource(ValhallaBase):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise EngineError(f"cannot read the Valhalla configuration {path}: {exc}") from None
         self._isochrone_limits = isochrone_limits(settings)
+        self.max_locations = least_max_locations(settings, {cost.costing for cost in self.valhalla_costs})
         tar = Path(mjolnir["tile_extract"]) if mjolnir.get("tile_extract") else None
         if not has_tiles(Path(mjolnir.get("tile_dir") or "."), tar):
             raise EngineError(f"the Valhalla configuration {path} points to no tiles (run 'roadkit prepare')")
