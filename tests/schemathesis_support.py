@@ -93,3 +93,23 @@ def run_simple_api(simple: str, tmp_path: Path, paths: set[str]) -> str:
     # The fuzzing phase only: the coverage phase walks every variant's boundaries (Valhalla: 53,158 cases in
     # about 5 minutes), too long for the suite; ROADKIT_SCHEMATHESIS_PHASES=coverage runs it by hand.
     return run(f"{simple}/openapi.json", tmp_path, "--phases", SUITE_PHASES, examples=10)
+
+
+#: The native OSRM API's runs: the coordinate operations and the POST ones, every check. A rule the document
+#: can't express (the number of bearings, radiuses, hints, approaches or timestamps equals the number of
+#: coordinates; indices below it; a trace that matches; exclude classes of the dataset's profile) may refuse
+#: a schema-valid request with osrm-routed's 400: ``schemathesis_native_hooks.py`` checks that every such
+#: refusal is one of these, never a syntax, id, enum, limit or area the document states.
+NATIVE_HOOKS = Path(__file__).with_name("schemathesis_native_hooks.py")
+NATIVE_CONFIG = """
+[[operations]]
+include-path-regex = "/v1/"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400"]
+"""
+
+
+def run_native_api(native: str, tmp_path: Path, *, examples: int = 3) -> str:
+    """The suite's run on the native OSRM API at ``native`` (``.../osrm/1.0.0``): its examples, coverage and fuzzing phases."""
+    (tmp_path / "schemathesis.toml").write_text(NATIVE_CONFIG)
+    env = {"SCHEMATHESIS_HOOKS": str(NATIVE_HOOKS)}
+    return run(f"{native}/openapi.json", tmp_path, "--phases", "examples,coverage,fuzzing", examples=examples, env=env)

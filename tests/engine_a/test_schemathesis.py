@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.schemathesis_support import run, serve
+from tests.schemathesis_support import run, run_native_api, serve
 
 
 @pytest.fixture(scope="module")
@@ -159,19 +159,6 @@ def test_the_admin_api_service_operations_pass_every_schemathesis_check(writable
     assert httpx.get(f"{admin}/services", timeout=10).json() == []
 
 
-#: The native OSRM API's run: the coordinate operations and the POST ones, every check. A rule the document
-#: can't express (the number of bearings, radiuses, hints, approaches or timestamps equals the number of
-#: coordinates; indices below it; a trace that matches; exclude classes of the dataset's profile) may refuse
-#: a schema-valid request with osrm-routed's 400: ``schemathesis_native_hooks.py`` checks that every such
-#: refusal is one of these, never a syntax, id, enum or limit the document states.
-NATIVE_HOOKS = Path(__file__).with_name("schemathesis_native_hooks.py")
-NATIVE_CONFIG = """
-[[operations]]
-include-path-regex = "/v1/"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400"]
-"""
-
-
 def test_the_native_osrm_api_passes_every_schemathesis_check(demo: tuple[str, str], tmp_path: Path) -> None:
     _, simple = demo
     native = simple.replace("/simple/1.0.0", "/osrm/1.0.0")
@@ -186,6 +173,4 @@ def test_the_native_osrm_api_passes_every_schemathesis_check(demo: tuple[str, st
     assert profile["schema"]["enum"] == ["car", "driving", "foot", "pedestrian", "walking"]
     shortest = document["paths"]["/monaco-osrm/{profile}/shortest/route/v1/_/{coordinates}"]["get"]
     assert next(p for p in shortest["parameters"] if p["name"] == "profile")["schema"]["enum"] == ["car", "driving"]
-    (tmp_path / "schemathesis.toml").write_text(NATIVE_CONFIG)
-    env = {"SCHEMATHESIS_HOOKS": str(NATIVE_HOOKS)}
-    run(f"{native}/openapi.json", tmp_path, "--phases", "examples,coverage,fuzzing", examples=3, env=env)
+    run_native_api(native, tmp_path)

@@ -1,8 +1,10 @@
-"""schemathesis on the simple API of the Monaco Valhalla service: routes, isochrones, nearest points; every check, 0 failures.
+"""schemathesis on the Monaco Valhalla service: its simple API and its native OSRM API; every check, 0 failures.
 
-The document is generated for this service (tests/engine_a/test_schemathesis.py says what it must
-keep): here with Valhalla's costs, its isochrones (one variant per unit, each with the largest
-costValue the engine computes in that unit), its date_time range and its banned values.
+The documents are generated for this service (tests/engine_a/test_schemathesis.py says what they must
+keep). The simple API's with Valhalla's costs, its isochrones (one variant per unit, each with the
+largest costValue the engine computes in that unit), its date_time range and its banned values; the
+native API's (route and nearest) with the source's area (a point outside it is refused before the
+engine) and Valhalla's max_locations under osrm-routed's limits.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.schemathesis_support import run_simple_api, serve
+from tests.schemathesis_support import run_native_api, run_simple_api, serve
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +26,12 @@ def valhalla_demo(valhalla_example: Path, tmp_path_factory: pytest.TempPathFacto
 def test_the_valhalla_simple_api_passes_every_schemathesis_check(valhalla_demo: tuple[str, str], tmp_path: Path) -> None:
     _, simple = valhalla_demo
     run_simple_api(simple, tmp_path, {"/getcapabilities", "/route", "/isochrone", "/nearest"})
+
+
+def test_the_valhalla_native_osrm_api_passes_every_schemathesis_check(valhalla_demo: tuple[str, str], tmp_path: Path) -> None:
+    _, simple = valhalla_demo
+    native = simple.replace("/simple/1.0.0", "/osrm/1.0.0")
+    paths = set(httpx.get(f"{native}/openapi.json", timeout=30).json()["paths"])
+    assert {f"/monaco-valhalla/{s}/v1/{{profile}}{c}" for s in ("route", "nearest") for c in ("", "/{coordinates}")} <= paths
+    assert not any("/table/" in path or "/trip/" in path for path in paths), "only the services Valhalla answers"
+    run_native_api(native, tmp_path)
