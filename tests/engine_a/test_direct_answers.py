@@ -151,3 +151,27 @@ def test_a_middleware_added_later_is_not_bypassed(osrm_example: Any) -> None:
     with TestClient(app) as later:
         response = later.get(ROUTE, params={"resource": "monaco-osrm", "start": A, "end": B})
     assert response.status_code == 200 and response.headers["x-added"] == "yes"
+
+
+def test_a_route_added_later_is_not_bypassed(osrm_example: Any) -> None:
+    """An app that embeds the service and puts its own route in front of an operation gets that route."""
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from roadkit.app import create_app
+    from roadkit.config import load_service
+    from roadkit.plugins import Plugins
+
+    app = create_app(load_service(osrm_example / "service.toml"), Plugins.create())
+
+    async def own(request: Any) -> Any:
+        return PlainTextResponse("the embedding app's own route")
+
+    with TestClient(app) as later:
+        query = {"resource": "monaco-osrm", "start": A, "end": B}
+        assert later.get(ROUTE, params=query).headers["content-type"] == "application/json"
+        app.router.routes.insert(0, Route(ROUTE, own))
+        response = later.get(ROUTE, params=query)
+        assert response.text == "the embedding app's own route"
+        del app.router.routes[0]
+        assert later.get(ROUTE, params=query).headers["content-type"] == "application/json"

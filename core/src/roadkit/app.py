@@ -145,19 +145,24 @@ class ServiceApp(Starlette):
     or middleware call. The answer is
     the same as through Starlette; every other request, and one that a middleware would treat
     differently (a CORS request with an ``Origin``, an app mounted under a ``root_path``, a
-    middleware added later), goes through Starlette.
+    middleware added later), goes through Starlette. Routes changed after the app was made (an
+    embedding app's own route in front of an operation) are seen: the direct paths are found again.
     """
 
     def __init__(self, routes: list[BaseRoute], *, cors: bool, **options: Any) -> None:
         """``options``: Starlette's; ``cors``: the middleware has a CORS middleware (a request with ``Origin`` goes through it)."""
         super().__init__(routes=routes, **options)
         self._direct = query_routes(routes)
+        self._routes = list(self.router.routes)  # those ``_direct`` was found in
         self._added: list[tuple[bytes, bytes]] | None = None
         self._cors = cors
         self._middleware = len(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            if self.router.routes != self._routes:  # identity first: a few pointer comparisons a request
+                self._routes = list(self.router.routes)
+                self._direct = query_routes(self._routes)
             answer = self._direct.get(scope["path"])
             if (
                 answer is not None
