@@ -45,6 +45,8 @@ class NativeLimits:
 
     def narrowed(self, most: Mapping[str, int]) -> NativeLimits:
         """These limits, each of ``most`` (a source's own: limit name -> its largest value) lowered to it."""
+        if not most:  # an OSRM source: the resource's limits as they are (no copy per request)
+            return self
         changes: dict[str, Any] = {}
         for name, value in most.items():
             current = getattr(self, name)
