@@ -207,7 +207,7 @@ def test_invalid_waypoints_and_numbers_are_refused_as_osrm_routed_does(client: T
 
 
 def test_valhallas_own_refusal_of_too_many_locations_is_too_big() -> None:
-    """A valhalla-http source can't read its servers' max_locations: their refusal keeps osrm-routed's code."""
+    """A valhalla-http source without limits.max_locations: its servers' refusal keeps osrm-routed's code."""
     from roadkit_valhalla import native
     from roadkit_valhalla.base import engine_error
 

@@ -176,6 +176,36 @@ def test_configuration_problems_name_the_file_and_key(valhalla_example: Path, tm
     assert f"{path}: http.servers[0]: expected an http:// or https:// base URL, got 'valhalla:8002'" in problems
     assert "http.health_interval: expected seconds > 0, got -1" in problems
     assert "limits.threads: not used by valhalla-http sources" in problems
+    path = write_source(valhalla_example, tmp_path, ["http://127.0.0.1:1"], limits={"max_locations": 1})
+    with pytest.raises(ConfigurationError, match=r"limits.max_locations: expected an integer >= 2 .*, got 1"):
+        ValhallaHttpSource.from_config(read_source(path))
+
+
+def test_max_locations_is_read_from_valhalla_json_by_the_in_process_kind(valhalla_example: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "example"
+    shutil.copytree(valhalla_example, folder, symlinks=True)
+    path = folder / "sources" / "monaco-valhalla.source"
+    path.write_text(path.read_text().replace("nearest_radius = 200", "nearest_radius = 200\nmax_locations = 20"))
+    expected = r"limits.max_locations: only for valhalla-http sources; this kind reads it from valhalla.json"
+    with pytest.raises(ConfigurationError, match=expected):
+        ValhallaSource.from_config(read_source(path))
+
+
+def test_a_gateway_states_and_applies_its_servers_max_locations(valhalla_example: Path, tmp_path: Path, served: EngineServer) -> None:
+    """limits.max_locations of a valhalla-http source (its servers' service_limits): the document's count and osrm-routed's TooBig."""
+    gateway = tmp_path / "gateway"
+    shutil.copytree(valhalla_example, gateway, symlinks=True, ignore=shutil.ignore_patterns("data", "*.pbf", "gtfs"))
+    (gateway / "sources" / "monaco-valhalla.source").unlink()
+    write_source(valhalla_example, gateway / "sources", [served.url], limits={"max_locations": 5})
+    points = ";".join(f"{START[0] + i * 1e-4:.5f},{START[1]}" for i in range(6))
+    with service_client(gateway / "service.toml") as through:
+        document = through.get("/osrm/1.0.0/openapi.json").json()
+        body = document["paths"]["/monaco-valhalla/route/v1/{profile}"]["post"]["requestBody"]["content"]["application/json"]
+        assert body["schema"]["properties"]["coordinates"]["anyOf"][0]["maxItems"] == 5
+        answer = through.get(f"/osrm/1.0.0/monaco-valhalla/route/v1/car/{points}")
+        too_big = {"code": "TooBig", "message": "Number of entries 6 is higher than current maximum (5)"}
+        assert (answer.status_code, answer.json()) == (400, too_big)
+        assert through.get(f"/osrm/1.0.0/monaco-valhalla/route/v1/car/{points.rsplit(';', 1)[0]}").status_code == 200
 
 
 URLS = [

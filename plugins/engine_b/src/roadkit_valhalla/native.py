@@ -152,7 +152,7 @@ def engine_error(exc: RoadkitError) -> NativeAnswer:
         return error("NoSegment", text)
     if exc.code == "no_path":
         return error("NoRoute", text)
-    if "max locations" in lowered:  # a valhalla-http source: its servers' max_locations are not known in advance
+    if "max locations" in lowered:  # a valhalla-http source without limits.max_locations, or set above its servers'
         return error("TooBig", text)
     if exc.status >= 500:
         return error("EngineError", text, exc.status)

@@ -65,12 +65,16 @@ class ValhallaLimits:
 
     ``threads``: engine threads, each with its own Actor (default: the CPU count);
     ``max_response_bytes``: the largest engine answer accepted (Road2's ``maxBuffer``);
-    ``nearest_radius``: meters around the point searched by ``nearest``.
+    ``nearest_radius``: meters around the point searched by ``nearest``;
+    ``max_locations`` (``valhalla-http`` only): the most locations a route takes on the servers (the
+    lowest ``service_limits.<costing>.max_locations`` of the source's costings in their valhalla.json),
+    stated and applied by the native OSRM API; the in-process kind reads it from its valhalla.json.
     """
 
     threads: int | None = None
     max_response_bytes: int = 5_000_000
     nearest_radius: int = 200
+    max_locations: int | None = None
 
 
 @attrs.frozen
@@ -158,6 +162,8 @@ def _check_limits(path: Path, limits: ValhallaLimits) -> list[str]:
         problems.append(f"{path}: limits.max_response_bytes: expected at least 1024 bytes, got {limits.max_response_bytes}")
     if limits.nearest_radius < 0:
         problems.append(f"{path}: limits.nearest_radius: expected meters >= 0, got {limits.nearest_radius}")
+    if limits.max_locations is not None and limits.max_locations < 2:
+        problems.append(f"{path}: limits.max_locations: expected an integer >= 2 (a route's locations), got {limits.max_locations}")
     return problems
 
 
@@ -173,6 +179,10 @@ def parse_options(config: SourceConfig) -> ValhallaOptions:
     """The options of a ``valhalla`` source, paths resolved against its file; problems name file and key."""
     options = structure(_from_road2(config.options), ValhallaOptions, config.path)
     problems = _check(config.path, options)
+    if options.limits.max_locations is not None:
+        problems.append(
+            f"{config.path}: limits.max_locations: only for valhalla-http sources; this kind reads it from valhalla.json; remove it"
+        )
     if problems:
         raise ConfigurationError(problems)
     storage = options.storage

@@ -34,6 +34,11 @@ class ValhallaHttpSource(RemoteSource, ValhallaBase):
         cls.check_projection(config)
         return parse_http_options(config)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Its servers' service_limits, as the source file states them (the in-process kind reads valhalla.json).
+        self.max_locations = self.limits.max_locations
+
     def probe_path(self) -> str:
         return "/status"
 
