@@ -116,6 +116,59 @@ def test_other_requests_go_through_starlette(client: TestClient, scope: Any, sta
     assert messages[0]["status"] == status
 
 
+NATIVE = "/osrm/1.0.0/monaco-osrm"
+#: Native OSRM API URLs (raw path, query) that Starlette routes to the API's ScopeRoute: answered directly.
+NATIVE_DIRECT = [
+    (f"{NATIVE}/route/v1/car/{A};{B}", ""),
+    (f"{NATIVE}/route/v1/driving/{A};{B}.json", "overview=full&steps=true&geometries=geojson&annotations=true"),
+    (f"{NATIVE}/route/v1/car/polyline(ofp_Ik_vpAilAyu@te@g`E)", "overview=false"),
+    (f"{NATIVE}/car/shortest/route/v1/_/{A};{B}", "alternatives=2"),  # Road2's URL
+    (f"{NATIVE}/nearest/v1/foot/{A}", "number=3"),
+    (f"{NATIVE}/table/v1/car/{A};{B};{VIA}", "sources=0&annotations=duration,distance"),
+    (f"{NATIVE}/trip/v1/car/{A};{B};{VIA}", ""),
+    (f"{NATIVE}/match/v1/car/{A};{B}", "timestamps=1;2"),
+    (f"{NATIVE}/tile/v1/car/tile(4264,2987,13).mvt", ""),
+    (f"{NATIVE}/route/v1/car/{A};{B}", "alternatives=x"),  # InvalidQuery
+    (f"{NATIVE}/route/v1/car/{A}", ""),  # InvalidOptions: one coordinate
+    (f"{NATIVE}/route/v1/bike/{A};{B}", ""),  # InvalidProfile
+    (f"{NATIVE}/route/v1/car", ""),  # 405, Allow: POST
+    (f"{NATIVE}/route/v2/car/{A};{B}", ""),  # InvalidVersion
+    (f"{NATIVE}/route/v1/car/{A};{B}%0A", ""),  # a line break in the path
+    ("/osrm/1.0.0/nowhere/route/v1/car/" + f"{A};{B}", ""),  # InvalidResource
+    ("/osrm/1.0.0/resources/route/v1/car/" + f"{A};{B}", ""),  # a resource named like a route of the API
+]
+
+
+def _raw_scope(raw: str, query: str, method: str = "GET") -> Any:
+    from urllib.parse import unquote
+
+    return {**_scope(unquote(raw), query, method), "raw_path": raw.encode()}
+
+
+@pytest.mark.parametrize(("raw", "query"), NATIVE_DIRECT)
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_native_answer_is_starlettes(client: TestClient, raw: str, query: str, method: str) -> None:
+    """The native OSRM API's URLs are answered from the scope too: the same status, headers and body."""
+    start, body = _same_answer(client, _raw_scope(raw, query, method), direct=True)
+    assert (b"x-content-type-options", b"nosniff") in start["headers"]
+    assert body["body"] or start["status"] == 405
+
+
+@pytest.mark.parametrize(
+    "raw", ["/osrm/1.0.0/resources", "/osrm/1.0.0/openapi.json", "/osrm/1.0.0/", "/osrm/1.0.0/openapi", "/osrm/1.0.0/monaco-osrm"]
+)
+def test_the_native_apis_other_paths_go_through_starlette(client: TestClient, raw: str) -> None:
+    messages = _same_answer(client, _raw_scope(raw, ""), direct=False)
+    assert messages[0]["status"] in (200, 404, 405)
+
+
+def test_a_native_post_goes_through_starlette(client: TestClient) -> None:
+    headers = [(b"host", b"testserver"), (b"content-type", b"application/json")]
+    scope = {**_raw_scope(f"{NATIVE}/route/v1/car", "", "POST"), "headers": headers}
+    messages = _same_answer(client, scope, direct=False)
+    assert messages[0]["status"] == 400  # the receive() of _messages sends an empty body
+
+
 def test_a_cors_answer_keeps_its_headers(client: TestClient) -> None:
     response = client.get(ROUTE, params={"resource": "monaco-osrm", "start": A, "end": B}, headers={"Origin": "https://app.example"})
     assert response.status_code == 200 and "access-control-allow-origin" in response.headers

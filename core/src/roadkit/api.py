@@ -13,6 +13,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
 
 from roadkit.errors import BadRequest, RoadkitError
 
@@ -101,6 +102,25 @@ class QueryRoute(Route):
     """
 
     def __init__(self, path: str, endpoint: Callable[[Request], Awaitable[Response]], *, answer: QueryAnswer, methods: list[str]) -> None:
+        super().__init__(path, endpoint, methods=methods)
+        self.answer = answer
+
+
+#: The answer to a GET of a :class:`ScopeRoute`: the response, from the ASGI scope alone.
+ScopeAnswer = Callable[[Scope], Awaitable[Response]]
+
+
+class ScopeRoute(Route):
+    """A route whose GET (and HEAD) answer depends on the ASGI scope only: its path and query string.
+
+    For a path pattern (the native OSRM API's ``/{resource}/{rest}``) what :class:`QueryRoute` is for
+    one path: the service app (``roadkit.app``) may call ``answer(scope)`` without a Request or
+    Starlette's middleware calls, once Starlette's routing gives this route, and sends the response's
+    status, headers and body. ``answer`` must give a GET the response the endpoint gives (a
+    :class:`~starlette.responses.Response` with its body, not a streaming one).
+    """
+
+    def __init__(self, path: str, endpoint: Callable[[Request], Awaitable[Response]], *, answer: ScopeAnswer, methods: list[str]) -> None:
         super().__init__(path, endpoint, methods=methods)
         self.answer = answer
 

@@ -17,7 +17,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from roadkit.api import QueryAnswer, QueryRoute, http_exception_handler, render_json, server_error_handler
+from roadkit.api import QueryAnswer, QueryRoute, ScopeRoute, http_exception_handler, render_json, server_error_handler
 from roadkit.config.models import ServiceConfig
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
@@ -142,7 +142,8 @@ class ServiceApp(Starlette):
     Such a request (the simple API's operations) goes straight from the ASGI scope to the route's
     ``answer`` and back to the server as two messages, with the headers the middleware adds to
     such an answer (learnt once, by sending a response through it): no Request, Response, routing
-    or middleware call. The answer is
+    or middleware call. A GET of a :class:`~roadkit.api.ScopeRoute` (the native OSRM API's URLs) is
+    answered the same way once Starlette's routing gives that route. The answer is
     the same as through Starlette; every other request, and one that a middleware would treat
     differently (a CORS request with an ``Origin``, an app mounted under a ``root_path``, a
     middleware added later), goes through Starlette. Routes changed after the app was made (an
@@ -153,7 +154,8 @@ class ServiceApp(Starlette):
         """``options``: Starlette's; ``cors``: the middleware has a CORS middleware (a request with ``Origin`` goes through it)."""
         super().__init__(routes=routes, **options)
         self._direct = query_routes(routes)
-        self._routes = list(self.router.routes)  # those ``_direct`` was found in
+        self._scoped = scope_routes(routes)
+        self._routes = list(self.router.routes)  # those ``_direct`` and ``_scoped`` were found in
         self._added: list[tuple[bytes, bytes]] | None = None
         self._cors = cors
         self._middleware = len(self.user_middleware)
@@ -163,23 +165,42 @@ class ServiceApp(Starlette):
             if self.router.routes != self._routes:  # identity first: a few pointer comparisons a request
                 self._routes = list(self.router.routes)
                 self._direct = query_routes(self._routes)
-            answer = self._direct.get(scope["path"])
+                self._scoped = scope_routes(self._routes)
             if (
-                answer is not None
-                and scope["method"] in _GET_HEAD
+                scope["method"] in _GET_HEAD
                 and not scope.get("root_path")
                 and len(self.user_middleware) == self._middleware
                 and not (self._cors and any(name == b"origin" for name, _ in scope["headers"]))
             ):
-                added = self._added if self._added is not None else await self._learn_added_headers()
-                if added is not None:
-                    status, content = await answer(scope["query_string"])
-                    body = render_json(content)
-                    headers = [(b"content-length", str(len(body)).encode("latin-1")), (b"content-type", b"application/json"), *added]
-                    await send({"type": "http.response.start", "status": status, "headers": headers})
-                    await send({"type": "http.response.body", "body": body})
-                    return
+                answer = self._direct.get(scope["path"])
+                if answer is not None:
+                    added = self._added if self._added is not None else await self._learn_added_headers()
+                    if added is not None:
+                        status, content = await answer(scope["query_string"])
+                        body = render_json(content)
+                        headers = [(b"content-length", str(len(body)).encode("latin-1")), (b"content-type", b"application/json"), *added]
+                        await send({"type": "http.response.start", "status": status, "headers": headers})
+                        await send({"type": "http.response.body", "body": body})
+                        return
+                elif self._scoped and (route := self._scope_route(scope["path"])) is not None:
+                    added = self._added if self._added is not None else await self._learn_added_headers()
+                    if added is not None:
+                        response = await route.answer(scope)
+                        own = response.raw_headers
+                        present = {name for name, _ in own}
+                        headers = [*own, *(header for header in added if header[0] not in present)]
+                        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+                        await send({"type": "http.response.body", "body": response.body})
+                        return
         await super().__call__(scope, receive, send)
+
+    def _scope_route(self, path: str) -> ScopeRoute | None:
+        """The :class:`~roadkit.api.ScopeRoute` Starlette's routing gives a GET of ``path``, if any."""
+        for prefix, route in self._scoped:
+            if path.startswith(prefix):
+                routed = _routed(self._routes, {"type": "http", "path": path, "root_path": "", "method": "GET"})
+                return route if routed is route else None
+        return None
 
     async def _learn_added_headers(self) -> list[tuple[bytes, bytes]] | None:
         """The headers the app's middleware adds to a JSON answer of a GET without ``Origin`` (the security
@@ -202,7 +223,7 @@ class ServiceApp(Starlette):
         await app(probe, receive, capture)
         headers = [(bytes(name), bytes(value)) for name, value in started[0]["headers"]] if started else []
         if headers[:2] != _JSON_HEADERS:
-            self._direct = {}
+            self._direct, self._scoped = {}, []
             return None
         self._added = headers[2:]
         return self._added
@@ -219,6 +240,15 @@ def query_routes(routes: list[BaseRoute]) -> dict[str, QueryAnswer]:
                 path = mount.path + route.path
                 if _routed(routes, {"type": "http", "path": path, "root_path": "", "method": "GET"}) is route:
                     found[path] = route.answer
+    return found
+
+
+def scope_routes(routes: list[BaseRoute]) -> list[tuple[str, ScopeRoute]]:
+    """The :class:`~roadkit.api.ScopeRoute` of each mounted API, with the path prefix of its mount."""
+    found: list[tuple[str, ScopeRoute]] = []
+    for mount in routes:
+        if isinstance(mount, Mount):
+            found += [(mount.path + "/", route) for route in mount.routes if isinstance(route, ScopeRoute)]
     return found
 
 

@@ -11,7 +11,7 @@ service through :class:`ServiceView`, the part of ``roadkit.service.Service`` it
 from __future__ import annotations
 
 from roadkit import hookimpl
-from roadkit.api import Api, JSONResponse, base_url, error_response, read_json_body
+from roadkit.api import Api, JSONResponse, ScopeRoute, base_url, error_response, read_json_body
 from roadkit.cli import Command
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
@@ -103,6 +103,7 @@ __all__ = [
     "RoadkitError",
     "RouteRequest",
     "RouteResponse",
+    "ScopeRoute",
     "ServiceConfig",
     "ServiceView",
     "Source",

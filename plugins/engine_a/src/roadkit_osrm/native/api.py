@@ -18,8 +18,9 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
-from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError, base_url, docs_routes
+from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError, ScopeRoute, base_url, docs_routes
 from roadkit_osrm.native.body import POST_SERVICES, BodyError, parse_body
 from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
 from roadkit_osrm.native.openapi import native_openapi
@@ -112,9 +113,19 @@ class NativeHandler:
         return found
 
     async def handle(self, request: Request) -> Response:
+        """A request through Starlette (any method)."""
+        return await self.respond(request.scope, request)
+
+    async def answer(self, scope: Scope) -> Response:
+        """A GET or HEAD straight from the ASGI scope (``roadkit.app.ServiceApp``): what :meth:`handle` answers."""
+        return await self.respond(scope, None)
+
+    async def respond(self, scope: Scope, request: Request | None) -> Response:
+        """The answer to the request of ``scope``; ``request`` (its headers and body) is needed for a POST only."""
         if self.service.state != "ready":
             return _error(503, "ServiceUnavailable", "The service is starting")
-        raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
+        method: str = scope["method"]
+        raw: bytes = scope.get("raw_path") or scope["path"].encode()
         parts = raw.split(b"/")  # b"", b"osrm", b"1.0.0", resource, rest...
         resource_id = uri_decode(parts[3]) if len(parts) > 3 else ""
         resource = self.service.resources.get(resource_id)
@@ -131,18 +142,18 @@ class NativeHandler:
             road2_profile, optimization = uri_decode(rest[0]), uri_decode(rest[1])
             rest = rest[2:]
         target = b"/" + b"/".join(rest)
-        query_string = request.scope.get("query_string", b"")
+        query_string = scope.get("query_string", b"")
         if query_string:
             target += b"?" + query_string
         text = uri_decode(target)
-        post = request.method == "POST"
+        post = request is not None and method == "POST"
         allow = url_methods(parts[4:])
         if not post and allow == "POST":
-            return _not_allowed(request.method, allow)
+            return _not_allowed(method, allow)
         if post and allow == "GET, HEAD" and _parses_as_get(text):
             # osrm-routed answers such a POST with InvalidUrl; roadkit says which method the URL takes
-            return _not_allowed(request.method, allow)
-        if post and not request.headers.get("content-type", "").strip().lower().startswith("application/json"):
+            return _not_allowed(method, allow)
+        if request is not None and post and not request.headers.get("content-type", "").strip().lower().startswith("application/json"):
             return _error(415, "InvalidContentType", "POST requests require a Content-Type of application/json.")
         try:
             url = parse_post_url(text) if post else parse_url(text)
@@ -165,7 +176,7 @@ class NativeHandler:
             return _error(400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})")
         body: bytes | None = None
         try:
-            if post:
+            if request is not None and post:
                 body = await self.read_body(request)
                 params = parse_body(url.service, body)
             else:
@@ -243,7 +254,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
         *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(service, base_url(request) + PREFIX), PREFIX),
-        Route("/{resource}/{rest:osrm_any}", handler.handle, methods=["GET", "POST"]),
+        ScopeRoute("/{resource}/{rest:osrm_any}", handler.handle, answer=handler.answer, methods=["GET", "POST"]),
     ]
 
     async def not_found(request: Request) -> Response:
