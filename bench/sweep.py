@@ -161,7 +161,15 @@ def valhalla_config() -> Path:
 
 
 def roadkit_files(
-    workdir: Path, family: str, port: int, admin: int, *, workers: str | int, threads: int, http_server: str | None = None
+    workdir: Path,
+    family: str,
+    port: int,
+    admin: int,
+    *,
+    workers: str | int,
+    threads: int,
+    http_server: str | None = None,
+    allocator: str | None = None,
 ) -> Path:
     """The bench service of one engine family, with ``workers`` child processes (0: same process)."""
     for folder in ("sources", "resources"):
@@ -194,6 +202,8 @@ def roadkit_files(
         + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
     )
     mode = 'mode = "same-process"\n' if workers == 0 else f'mode = "child-process"\nworkers = {json.dumps(workers)}\n'
+    if allocator is not None:  # the default: "auto" (roadkit.allocator)
+        mode += f"allocator = {json.dumps(allocator)}\n"
     server = workdir / "server.toml"
     server.write_text(
         f'[administrator]\n[administrator.listener]\nport = {admin}\n[administrator.logging]\nlevel = "warning"\n'
@@ -203,12 +213,18 @@ def roadkit_files(
 
 
 @contextmanager
-def running(command: list[str], *, pinned: bool, ready: str) -> Iterator[subprocess.Popen[bytes]]:
+def running(command: list[str], *, pinned: bool, ready: str, preload: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """A server process (its own session, so that its children stop with it), up once ``ready`` answers."""
     import signal
 
+    env = os.environ | {"LD_PRELOAD": preload} if preload else None
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=pin_server if pinned else None
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=pin_server if pinned else None,
+        env=env,
     )
     try:
         wait_http(ready, timeout=180)
@@ -277,7 +293,8 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
             first = scenarios[0]
             sample = points[0] if family == "valhalla" and first.endswith("isochrone") else pairs[0]
             ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[first][1](*sample)
-            with running(engine_command(family, workdir, engine_port, threads), pinned=pinned, ready=ready) as engine:
+            engine_command_line = engine_command(family, workdir, engine_port, threads)
+            with running(engine_command_line, pinned=pinned, ready=ready, preload=args.engine_preload) as engine:
                 for workers in workers_list:
                     port, admin = free_port(), free_port()
                     folder = workdir / f"w{workers}"
@@ -285,7 +302,16 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                     # As many engine threads in all as the engine's server has: split between the workers.
                     count = CORES if workers == "auto" else max(1, int(workers))
                     per_worker = max(1, threads // count)
-                    server = roadkit_files(folder, family, port, admin, workers=workers, threads=per_worker, http_server=args.http_server)
+                    server = roadkit_files(
+                        folder,
+                        family,
+                        port,
+                        admin,
+                        workers=workers,
+                        threads=per_worker,
+                        http_server=args.http_server,
+                        allocator=args.allocator,
+                    )
                     command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
                     with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
                         wait_http(f"http://127.0.0.1:{port}" + SCENARIOS[first][2](*sample), timeout=180)
@@ -409,6 +435,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument(
         "--http-server", choices=["hypercorn", "uvicorn"], default=None, help="the service's [http] server (default: the service default)"
+    )
+    parser.add_argument("--allocator", default=None, help="roadkit workers' allocator setting (default: the server file's, \"auto\")")
+    parser.add_argument(
+        "--engine-preload", default=None, metavar="LIBRARY", help="a library preloaded in the engine's server (e.g. the same allocator)"
     )
     parser.add_argument("--name", default=None, help="results file name (default: sweep-<mode>)")
     args = parser.parse_args()

@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--roadkit-env", nargs="*", default=[], metavar="NAME=VALUE", help="more environment for roadkit")
+    parser.add_argument("--engine-env", nargs="*", default=[], metavar="NAME=VALUE", help="more environment for valhalla_service")
     args = parser.parse_args()
     rng = random.Random(7)
     if args.scenario.endswith("isochrone"):  # the sweep's points
@@ -77,8 +79,10 @@ def main() -> None:
         (workdir / "roadkit").mkdir()
         server = roadkit_files(workdir / "roadkit", "valhalla", port, admin, workers="auto", threads=1)
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
-        engine = subprocess.Popen(engine_command("valhalla", workdir, engine_port, CORES), **quiet)  # type: ignore[call-overload]
-        ours = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], **quiet)  # type: ignore[call-overload]
+        engine_env = os.environ | dict(item.split("=", 1) for item in args.engine_env)
+        roadkit_env = os.environ | dict(item.split("=", 1) for item in args.roadkit_env)
+        engine = subprocess.Popen(engine_command("valhalla", workdir, engine_port, CORES), env=engine_env, **quiet)  # type: ignore[call-overload]
+        ours = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], env=roadkit_env, **quiet)  # type: ignore[call-overload]
         try:
             wait_http(f"http://127.0.0.1:{engine_port}" + engine_path(*points[0]), 180)
             wait_http(f"http://127.0.0.1:{admin}/admin/1.0.0/health", 180)

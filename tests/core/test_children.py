@@ -160,6 +160,34 @@ async def test_a_child_process_service_answers_like_an_in_process_one(running: t
     assert route.status_code == 200 and route.json()["distance"] > 0
 
 
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [("auto", "tcmalloc"), ("system", "system"), ("jemalloc", "jemalloc"), ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "jemalloc")],
+)
+async def test_workers_run_with_the_allocator_of_their_setting(tmp_path: Path, osrm_example: Path, setting: str, expected: str) -> None:
+    from roadkit import allocator
+
+    if setting.startswith("/") and not Path(setting).is_file():  # another architecture's folder: the named setting covers it
+        setting = str(allocator.find("jemalloc"))
+    example = Example(tmp_path / "monaco", osrm_example, allocator=setting)
+    admin = example.administrator()
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            assert (await health(client, example))["state"] == "green"
+            described = (await client.get(f"{example.admin}/services/main")).json()
+            assert described["allocator"] == setting
+            assert [p["allocator"] for p in described["processes"]] == [expected, expected]
+            for process in described["processes"]:  # what the processes really map, not what was asked
+                maps = Path(f"/proc/{process['pid']}/maps").read_text()
+                assert ("libtcmalloc" in maps) == (expected == "tcmalloc") and ("libjemalloc" in maps) == (expected == "jemalloc")
+            route = await client.get(f"{example.service}/simple/1.0.0/route", params=ROUTE)
+            assert route.status_code == 200 and route.json()["distance"] > 0
+    finally:
+        await admin.stop()
+    assert allocator.loaded() == "system"  # the administrator itself keeps glibc's
+
+
 async def test_kill_9_of_a_worker_under_load_turns_health_red_then_green(
     running: tuple[Example, Administrator, httpx.AsyncClient], caplog: pytest.LogCaptureFixture
 ) -> None:

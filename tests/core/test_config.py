@@ -215,6 +215,92 @@ max = 1
     assert any(p.startswith(f"{bad}: services[2].backoff: expected 0 < initial <= max") for p in problems)
 
 
+def test_the_allocator_setting_is_checked(tmp_path: Path) -> None:
+    from roadkit import allocator
+
+    library = write(tmp_path / "libmine.so", "")
+    ok = write(
+        tmp_path / "ok.toml",
+        f"""
+[[services]]
+id = "a"
+configuration = "a.toml"
+[[services]]
+id = "b"
+configuration = "b.toml"
+allocator = "system"
+[[services]]
+id = "c"
+configuration = "c.toml"
+allocator = "{library}"
+[[services]]
+id = "d"
+configuration = "d.toml"
+mode = "same-process"
+allocator = "system"
+""",
+    )
+    assert [s.allocator for s in load_server(ok).services] == ["auto", "system", str(library), "system"]
+    bad = write(
+        tmp_path / "bad.toml",
+        """
+[[services]]
+id = "a"
+configuration = "a.toml"
+allocator = "fast"
+[[services]]
+id = "b"
+configuration = "b.toml"
+allocator = "/nowhere/libfast.so"
+[[services]]
+id = "c"
+configuration = "c.toml"
+mode = "same-process"
+allocator = "jemalloc"
+[[services]]
+id = "d"
+configuration = "d.toml"
+allocator = 3
+""",
+    )
+    problems = problems_of(load_server, bad)
+    expected = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
+    assert f"{bad}: services[0].allocator: {expected}, got 'fast'" in problems
+    assert f"{bad}: services[1].allocator: {expected}, got '/nowhere/libfast.so' (not found)" in problems
+    if allocator.find("jemalloc") is not None:  # installed by the project (tools/apt-packages.txt)
+        assert any(p.startswith(f"{bad}: services[2].allocator: 'jemalloc' needs mode = \"child-process\"") for p in problems)
+    assert any(p.startswith(f"{bad}: services[3].allocator: expected a string") for p in problems), problems
+    assert len(problems) == 4
+
+
+def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Path) -> None:
+    from roadkit import allocator
+
+    empty, folder = tmp_path / "empty", tmp_path / "lib"
+    empty.mkdir()
+    folder.mkdir()
+    (folder / "libjemalloc.so.2").write_bytes(b"")
+    # auto: tcmalloc first, jemalloc next, else glibc's
+    assert allocator.resolve("auto", [empty]) == ("system", None)
+    assert allocator.resolve("auto", [empty, folder]) == ("jemalloc", folder / "libjemalloc.so.2")
+    (folder / "libtcmalloc_minimal.so.4").write_bytes(b"")
+    assert allocator.resolve("auto", [folder]) == ("tcmalloc", folder / "libtcmalloc_minimal.so.4")
+    assert allocator.resolve("system", [folder]) == ("system", None)
+    assert allocator.resolve("jemalloc", [folder]) == ("jemalloc", folder / "libjemalloc.so.2")
+    assert allocator.problem("tcmalloc", [empty]) == (
+        "tcmalloc is not installed (none of libtcmalloc_minimal.so.4, libtcmalloc.so.4 in the loader's folders): "
+        'install Debian\'s libtcmalloc-minimal4, or set "auto" or "system"'
+    )
+    assert allocator.problem("tcmalloc", [folder]) is None and allocator.problem("auto", [empty]) is None
+    lib = folder / "libtcmalloc_minimal.so.4"
+    # The worker's environment: the library first, other preloads kept, no duplicate; glibc's: unchanged.
+    assert allocator.environment(lib, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(lib)}
+    assert allocator.environment(lib, {"LD_PRELOAD": f"/x/liba.so {lib}"})["LD_PRELOAD"] == f"{lib}:/x/liba.so"
+    assert allocator.environment(None, {"LD_PRELOAD": "/x/liba.so"}) == {"LD_PRELOAD": "/x/liba.so"}
+    assert allocator.loaded(2**22 + 12345) == "unknown"  # no such process
+    assert allocator.loaded() in ("system", "tcmalloc", "jemalloc")
+
+
 def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path) -> None:
     from roadkit.config.convert import structure
     from roadkit.config.loader import _ServiceFile

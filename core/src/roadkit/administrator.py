@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from roadkit import allocator
 from roadkit.app import create_app
 from roadkit.auth.admin import Authenticator
 from roadkit.children import ChildProcessService
@@ -207,9 +208,17 @@ class InProcessService:
             "id": self.id,
             "mode": self.managed.mode,
             "workers": 1,
+            "allocator": self.managed.allocator,
             "configurationFile": str(self.managed.configuration),
             "lifecycle": str(self.lifecycle),
-            "processes": [{"worker": 0, "pid": os.getpid(), "state": "ready" if self.service is not None else str(self.lifecycle)}],
+            "processes": [
+                {
+                    "worker": 0,
+                    "pid": os.getpid(),
+                    "state": "ready" if self.service is not None else str(self.lifecycle),
+                    "allocator": allocator.loaded(),
+                }
+            ],
             "starts": self.starts,
             "processStarts": 0,
             "lastExit": None,

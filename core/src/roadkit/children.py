@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from roadkit import allocator
 from roadkit.accept import ConnectionTable
 from roadkit.channel import Channel, ChannelClosed, ChannelError
 from roadkit.config import ManagedService, load_service
@@ -91,6 +92,8 @@ class WorkerProcess:
         #: Its slot in the owner's connection table (None: not balanced).
         self.table: ConnectionTable | None = None
         self.slot: int | None = None
+        #: The allocator library preloaded in the process (None: glibc's).
+        self.library: Path | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -128,12 +131,15 @@ class WorkerProcess:
             "graceful_timeout": managed.stop_timeout,
             **({"connections": {"fd": shared[0], "slot": self.slot}} if shared else {}),
         }
+        _, library = allocator.resolve(managed.allocator)
+        self.library = library
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.owner.command,
                 orjson.dumps(spec).decode(),
                 stdin=asyncio.subprocess.DEVNULL,
                 pass_fds=[theirs.fileno(), *listeners.values(), *shared],
+                env=allocator.environment(library),
             )
         except BaseException:
             self._release()
@@ -254,7 +260,10 @@ class WorkerProcess:
             if self.exited.is_set()
             else ("stopping" if self.stop_requested else ("ready" if self.ready.done() and self.ready.exception() is None else "starting"))
         )
-        return {"worker": self.index, "pid": self.pid, "state": state}
+        entry: dict[str, Any] = {"worker": self.index, "pid": self.pid, "state": state}
+        if self.pid is not None and state != "exited":
+            entry["allocator"] = allocator.loaded(self.pid, self.library)  # read from its memory map: what it really runs with
+        return entry
 
 
 class ChildProcessService:
@@ -587,6 +596,7 @@ class ChildProcessService:
             "id": self.id,
             "mode": self.managed.mode,
             "workers": self.worker_count,
+            "allocator": self.managed.allocator,
             "configurationFile": str(self.managed.configuration),
             "lifecycle": str(self.lifecycle),
             "processes": [w.describe() for w in [*self.workers, *self.starting]],

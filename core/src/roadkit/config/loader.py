@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from roadkit import allocator
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (
@@ -157,6 +158,14 @@ def managed_service(entry: Any, path: Path, key: str) -> tuple[ManagedService | 
     problems: list[str] = []
     if service.mode == "same-process" and service.workers != 1:
         problems.append(f'{path}: {key}.workers: several workers need mode = "child-process" (got mode = "same-process")')
+    wrong_allocator = allocator.problem(service.allocator)
+    if wrong_allocator is not None:
+        problems.append(f"{path}: {key}.allocator: {wrong_allocator}")
+    elif service.mode == "same-process" and service.allocator not in ("auto", "system"):
+        problems.append(
+            f'{path}: {key}.allocator: {service.allocator!r} needs mode = "child-process": a same-process service runs in '
+            'the administrator\'s process, started with its allocator already (set "auto" or "system", or use child processes)'
+        )
     for name in ("startup_timeout", "stop_timeout"):
         if getattr(service, name) <= 0:
             problems.append(f"{path}: {key}.{name}: expected a positive number of seconds, got {getattr(service, name)!r}")

@@ -80,7 +80,8 @@ class ManagedService:
 
     ``child-process`` (recommended) runs ``workers`` processes that share the listeners;
     ``same-process`` runs the service in the administrator's event loop (one worker).
-    ``stop_timeout`` bounds a worker's drain (requests in flight) when it stops.
+    ``stop_timeout`` bounds a worker's drain (requests in flight) when it stops. ``allocator``:
+    the memory allocator of the child processes (:mod:`roadkit.allocator`).
     """
 
     id: str
@@ -90,6 +91,7 @@ class ManagedService:
     startup_timeout: float = 120.0
     stop_timeout: float = 10.0
     backoff: Backoff = Backoff()
+    allocator: str = "auto"
 
 
 @attrs.frozen

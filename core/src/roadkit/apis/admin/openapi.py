@@ -166,6 +166,13 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                         "id": {"type": "string"},
                         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
                         "workers": {"type": "integer", "minimum": 1, "description": 'Worker processes ("auto" resolved to the cores).'},
+                        "allocator": {
+                            "type": "string",
+                            "description": (
+                                'The allocator setting of the server file: "auto", "system", "tcmalloc", "jemalloc" or a library\'s path '
+                                "(what each process runs with is in processes)."
+                            ),
+                        },
                         "configurationFile": {"type": "string"},
                         "lifecycle": {"$ref": "#/components/schemas/Lifecycle"},
                         "processes": {
@@ -178,6 +185,13 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                                     "state": {
                                         "type": "string",
                                         "enum": sorted({"starting", "ready", "stopping", "exited", *map(str, Lifecycle)}),
+                                    },
+                                    "allocator": {
+                                        "type": "string",
+                                        "description": (
+                                            "The memory allocator the process runs with, read from its memory map: system, tcmalloc, "
+                                            "jemalloc, the file name of a library given by path, or unknown."
+                                        ),
                                     },
                                 },
                             },

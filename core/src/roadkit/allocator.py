@@ -1,0 +1,113 @@
+"""The memory allocator of a service's worker processes (``allocator`` of a ``[[services]]`` entry).
+
+The engines roadkit runs in process (Valhalla's Actors, OSRM's bindings) allocate and free memory
+at every request; glibc's allocator spends a measurable share of their time doing so. A worker
+started with tcmalloc (Debian's ``libtcmalloc-minimal4``) or jemalloc (``libjemalloc2``) preloaded
+spends less CPU per engine call: Valhalla's isochrone call, for instance, 5.4 ms with glibc and
+5.2 ms with either (bench/README.md). The administrator starts its child processes with the
+library in ``LD_PRELOAD``; a same-process service runs in the administrator's process, which is
+already started, so it keeps the allocator it has.
+
+Settings: ``"auto"`` (the default: tcmalloc when installed, else jemalloc when installed, else
+glibc's), ``"system"`` (glibc's), ``"tcmalloc"`` or ``"jemalloc"`` (that one; a configuration error
+when it is not installed), or the path of a shared library that replaces ``malloc``.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+
+#: The libraries of each named allocator, most preferred first.
+LIBRARIES: dict[str, tuple[str, ...]] = {
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
+    "jemalloc": ("libjemalloc.so.2",),
+}
+#: The Debian package of each named allocator (named in errors).
+PACKAGES = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
+#: What ``"auto"`` tries, in order (chosen by the figures of bench/README.md).
+AUTO_ORDER = ("tcmalloc", "jemalloc")
+SETTINGS = ("auto", "system", *LIBRARIES)
+EXPECTED = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
+
+
+def library_folders() -> list[Path]:
+    """Where the dynamic loader finds libraries on this machine (its default folders)."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    folders = ["/usr/local/lib"]
+    if multiarch:
+        folders += [f"/usr/lib/{multiarch}", f"/lib/{multiarch}"]
+    folders += ["/usr/lib64", "/lib64", "/usr/lib", "/lib"]
+    return [Path(folder) for folder in folders]
+
+
+def find(name: str, folders: Sequence[Path] | None = None) -> Path | None:
+    """The installed library of the named allocator, or None."""
+    for folder in library_folders() if folders is None else folders:
+        for library in LIBRARIES[name]:
+            if (folder / library).is_file():
+                return folder / library
+    return None
+
+
+def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
+    """What is wrong with an ``allocator`` setting on this machine (the message's tail), or None."""
+    if setting in ("auto", "system"):
+        return None
+    if setting in LIBRARIES:
+        if find(setting, folders) is None:
+            return (
+                f"{setting} is not installed (none of {', '.join(LIBRARIES[setting])} in the loader's folders): "
+                f'install Debian\'s {PACKAGES[setting]}, or set "auto" or "system"'
+            )
+        return None
+    path = Path(setting)
+    if not path.is_absolute():
+        return f"{EXPECTED}, got {setting!r}"
+    if not path.is_file():
+        return f"{EXPECTED}, got {setting!r} (not found)"
+    return None
+
+
+def resolve(setting: str, folders: Sequence[Path] | None = None) -> tuple[str, Path | None]:
+    """The allocator a worker runs with for ``setting``: its name and the library to preload (None: glibc's)."""
+    if setting == "system":
+        return "system", None
+    if setting == "auto":
+        for name in AUTO_ORDER:
+            library = find(name, folders)
+            if library is not None:
+                return name, library
+        return "system", None
+    if setting in LIBRARIES:
+        return setting, find(setting, folders)
+    return setting, Path(setting)
+
+
+def environment(library: Path | None, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a worker preloading ``library`` (glibc's allocator: without roadkit's preload)."""
+    env = dict(os.environ if base is None else base)
+    if library is not None:
+        others = [item for item in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if item and item != str(library)]
+        env["LD_PRELOAD"] = ":".join([str(library), *others])
+    return env
+
+
+def loaded(pid: int | str = "self", library: Path | None = None) -> str:
+    """The allocator a running process uses, read from its memory map.
+
+    tcmalloc, jemalloc, the file name of ``library`` (a path setting) when it is mapped, else
+    system; unknown when the map cannot be read.
+    """
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return "unknown"
+    for name, libraries in LIBRARIES.items():
+        if any(f"/{file}" in maps for file in libraries):
+            return name
+    if library is not None and str(library.resolve()) in maps:
+        return library.name
+    return "system"
