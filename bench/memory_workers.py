@@ -63,7 +63,7 @@ def tar_pss_kib(pid: int) -> int:
     return total
 
 
-def setup(workdir: Path, workers: int, mmap: bool, tile_folder: bool = False) -> tuple[Path, int, int]:
+def setup(workdir: Path, workers: int, mmap: bool, tile_folder: bool = False, allocator: str | None = None) -> tuple[Path, int, int]:
     example = workdir / "monaco"
     shutil.copytree(EXAMPLE, example, symlinks=True, ignore=shutil.ignore_patterns("*pgrouting*"))
     if not (example / "data").exists():
@@ -71,6 +71,8 @@ def setup(workdir: Path, workers: int, mmap: bool, tile_folder: bool = False) ->
     admin_port, service_port = free_port(), free_port()
     server = example / "server.toml"
     text = server.read_text().replace("port = 8079", f"port = {admin_port}").replace('workers = "auto"', f"workers = {workers}")
+    if allocator is not None:
+        text = text.replace("workers = ", f'allocator = "{allocator}"\nworkers = ', 1)
     server.write_text(text.replace('level = "info"', 'level = "warning"'))
     service = example / "service.toml"
     service.write_text(service.read_text().replace("port = 8080", f"port = {service_port}"))
@@ -86,9 +88,9 @@ def setup(workdir: Path, workers: int, mmap: bool, tile_folder: bool = False) ->
     return server, admin_port, service_port
 
 
-def measure(workers: int, mmap: bool, tile_folder: bool = False) -> dict[str, float]:
+def measure(workers: int, mmap: bool, tile_folder: bool = False, allocator: str | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        server, admin_port, service_port = setup(Path(tmp), workers, mmap, tile_folder)
+        server, admin_port, service_port = setup(Path(tmp), workers, mmap, tile_folder, allocator)
         process = subprocess.Popen(
             [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -133,14 +135,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--no-mmap", action="store_true", help="OSRM reads its files into each worker (for comparison)")
     parser.add_argument("--tile-folder", action="store_true", help="Valhalla reads the tile folder, not the tar (for comparison)")
+    parser.add_argument("--allocator", default=None, help="the workers' allocator setting (default: the example's, \"auto\")")
     args = parser.parse_args()
     print(
         "| workers | total PSS (MiB) | administrator | workers | per worker | workers' RSS (MiB) | tiles.tar PSS (MiB) |"
-        f"  (OSRM mmap: {not args.no_mmap}, Valhalla tar: {not args.tile_folder})"
+        f"  (OSRM mmap: {not args.no_mmap}, Valhalla tar: {not args.tile_folder}, allocator: {args.allocator or 'the example'})"
     )
     print("|---|---|---|---|---|---|---|")
     for workers in args.workers:
-        row = measure(workers, not args.no_mmap, args.tile_folder)
+        row = measure(workers, not args.no_mmap, args.tile_folder, args.allocator)
         print(
             f"| {workers} | {row['total_pss_mib']:.0f} | {row['admin_pss_mib']:.0f} | {row['workers_pss_mib']:.0f} | "
             f"{row['per_worker_pss_mib']:.0f} | {row['workers_rss_mib']:.0f} | {row['tar_pss_mib']:.2f} |",
