@@ -218,7 +218,9 @@ max = 1
 def test_the_allocator_setting_is_checked(tmp_path: Path) -> None:
     from roadkit import allocator
 
-    library = write(tmp_path / "libmine.so", "")
+    library = tmp_path / "libmine.so"
+    library.write_bytes(b"\x7fELF\x02\x01\x01")  # an ELF file's start: what the loader can preload
+    text = write(tmp_path / "notes.so", "not a library")
     ok = write(
         tmp_path / "ok.toml",
         f"""
@@ -261,7 +263,11 @@ allocator = "jemalloc"
 id = "d"
 configuration = "d.toml"
 allocator = 3
-""",
+[[services]]
+id = "e"
+configuration = "e.toml"
+allocator = "NOTES"
+""".replace("NOTES", str(text)),
     )
     problems = problems_of(load_server, bad)
     expected = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
@@ -270,7 +276,8 @@ allocator = 3
     if allocator.find("jemalloc") is not None:  # installed by the project (tools/apt-packages.txt)
         assert any(p.startswith(f"{bad}: services[2].allocator: 'jemalloc' needs mode = \"child-process\"") for p in problems)
     assert any(p.startswith(f"{bad}: services[3].allocator: expected a string") for p in problems), problems
-    assert len(problems) == 4
+    assert f"{bad}: services[4].allocator: {expected}, got '{text}' (not a shared library: the loader would ignore it)" in problems
+    assert len(problems) == 5
 
 
 def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Path) -> None:

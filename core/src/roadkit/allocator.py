@@ -68,6 +68,13 @@ def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
         return f"{EXPECTED}, got {setting!r}"
     if not path.is_file():
         return f"{EXPECTED}, got {setting!r} (not found)"
+    try:
+        with path.open("rb") as library:
+            elf = library.read(4) == b"\x7fELF"
+    except OSError as exc:
+        return f"{EXPECTED}, got {setting!r} ({exc.strerror or exc})"
+    if not elf:
+        return f"{EXPECTED}, got {setting!r} (not a shared library: the loader would ignore it)"
     return None
 
 
