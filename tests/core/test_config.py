@@ -304,6 +304,11 @@ def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Pa
     assert allocator.environment(lib, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(lib)}
     assert allocator.environment(lib, {"LD_PRELOAD": f"/x/liba.so {lib}"})["LD_PRELOAD"] == f"{lib}:/x/liba.so"
     assert allocator.environment(None, {"LD_PRELOAD": "/x/liba.so"}) == {"LD_PRELOAD": "/x/liba.so"}
+    # An allocator the administrator itself was started with does not override the setting.
+    inherited = {"LD_PRELOAD": "/usr/lib/libjemalloc.so.2:/x/liba.so"}
+    assert allocator.environment(lib, inherited)["LD_PRELOAD"] == f"{lib}:/x/liba.so"
+    assert allocator.environment(None, inherited)["LD_PRELOAD"] == "/x/liba.so"
+    assert "LD_PRELOAD" not in allocator.environment(None, {"LD_PRELOAD": "libtcmalloc_minimal.so.4"})
     assert allocator.loaded(2**22 + 12345) == "unknown"  # no such process
     assert allocator.loaded() in ("system", "tcmalloc", "jemalloc")
 

@@ -93,12 +93,25 @@ def resolve(setting: str, folders: Sequence[Path] | None = None) -> tuple[str, P
     return setting, Path(setting)
 
 
+def _is_allocator(item: str) -> bool:
+    name = Path(item).name
+    return any(name == library for libraries in LIBRARIES.values() for library in libraries)
+
+
 def environment(library: Path | None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a worker preloading ``library`` (glibc's allocator: without roadkit's preload)."""
+    """The environment of a worker with ``library`` preloaded (None: glibc's allocator).
+
+    An allocator the administrator's own environment preloads (tcmalloc or jemalloc in an
+    inherited ``LD_PRELOAD``) is left out, so the setting decides; other preloads are kept.
+    """
     env = dict(os.environ if base is None else base)
-    if library is not None:
-        others = [item for item in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if item and item != str(library)]
-        env["LD_PRELOAD"] = ":".join([str(library), *others])
+    inherited = [item for item in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if item]
+    kept = [item for item in inherited if not _is_allocator(item) and item != str(library)]
+    preload = ([str(library)] if library is not None else []) + kept
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
+    else:
+        env.pop("LD_PRELOAD", None)
     return env
 
 
