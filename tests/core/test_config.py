@@ -288,12 +288,13 @@ def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Pa
     folder.mkdir()
     (folder / "libjemalloc.so.2").write_bytes(b"")
     # auto: tcmalloc first, jemalloc next, else glibc's
-    assert allocator.resolve("auto", [empty]) == ("system", None)
-    assert allocator.resolve("auto", [empty, folder]) == ("jemalloc", folder / "libjemalloc.so.2")
+    assert allocator.preload("auto", [empty]) is None
+    assert allocator.preload("auto", [empty, folder]) == folder / "libjemalloc.so.2"
     (folder / "libtcmalloc_minimal.so.4").write_bytes(b"")
-    assert allocator.resolve("auto", [folder]) == ("tcmalloc", folder / "libtcmalloc_minimal.so.4")
-    assert allocator.resolve("system", [folder]) == ("system", None)
-    assert allocator.resolve("jemalloc", [folder]) == ("jemalloc", folder / "libjemalloc.so.2")
+    assert allocator.preload("auto", [folder]) == folder / "libtcmalloc_minimal.so.4"
+    assert allocator.preload("system", [folder]) is None
+    assert allocator.preload("jemalloc", [folder]) == folder / "libjemalloc.so.2"
+    assert allocator.preload("/opt/libmine.so", [folder]) == Path("/opt/libmine.so")
     assert allocator.problem("tcmalloc", [empty]) == (
         "tcmalloc is not installed (none of libtcmalloc_minimal.so.4, libtcmalloc.so.4 in the loader's folders): "
         'install Debian\'s libtcmalloc-minimal4, or set "auto" or "system"'

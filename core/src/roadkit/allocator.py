@@ -29,7 +29,6 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
 PACKAGES = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
 #: What ``"auto"`` tries, in order (chosen by the figures of bench/README.md).
 AUTO_ORDER = ("tcmalloc", "jemalloc")
-SETTINGS = ("auto", "system", *LIBRARIES)
 EXPECTED = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
 
 
@@ -78,19 +77,15 @@ def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
     return None
 
 
-def resolve(setting: str, folders: Sequence[Path] | None = None) -> tuple[str, Path | None]:
-    """The allocator a worker runs with for ``setting``: its name and the library to preload (None: glibc's)."""
+def preload(setting: str, folders: Sequence[Path] | None = None) -> Path | None:
+    """The library a worker preloads for ``setting``; None for glibc's allocator."""
     if setting == "system":
-        return "system", None
+        return None
     if setting == "auto":
-        for name in AUTO_ORDER:
-            library = find(name, folders)
-            if library is not None:
-                return name, library
-        return "system", None
+        return next((library for name in AUTO_ORDER if (library := find(name, folders)) is not None), None)
     if setting in LIBRARIES:
-        return setting, find(setting, folders)
-    return setting, Path(setting)
+        return find(setting, folders)
+    return Path(setting)
 
 
 def _is_allocator(item: str) -> bool:

@@ -131,8 +131,7 @@ class WorkerProcess:
             "graceful_timeout": managed.stop_timeout,
             **({"connections": {"fd": shared[0], "slot": self.slot}} if shared else {}),
         }
-        _, library = allocator.resolve(managed.allocator)
-        self.library = library
+        self.library = library = allocator.preload(managed.allocator)
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.owner.command,
