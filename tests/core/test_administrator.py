@@ -11,7 +11,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from roadkit import __version__
+from roadkit import __version__, allocator
 from roadkit.administrator import Administrator
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
@@ -94,6 +94,8 @@ async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Pa
             assert missing.status_code == 404 and missing.json()["error"]["message"] == "Can't find projection EPSG:9999"
             services = (await client.get(f"{base}/services")).json()
             assert services[0]["id"] == "main" and services[0]["configuration"]["application"]["name"] == "test"
+            # Same process: the administrator's own allocator, read from its memory map (the setting can't change it).
+            assert services[0]["allocator"] == "auto" and services[0]["processes"][0]["allocator"] == allocator.loaded()
             assert (await client.get(f"{base}/services/nope")).status_code == 404
             assert (await client.get(f"{base}/configuration")).json()["services"][0]["id"] == "main"
             assert (await client.post(f"{base}/version")).status_code == 405
