@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from common import CPUS, MONACO_BBOX, free_port, load, random_pairs, session_cpu_seconds
+from common import CPUS, free_port, isochrone_points, load, random_pairs, session_cpu_seconds
 from sweep import ROOT, SCENARIOS, _ok, accepted_per_worker, engine_command, roadkit_files, running
 
 
@@ -54,11 +53,7 @@ def main() -> None:
     engine_name = "osrm-routed" if family == "osrm" else "valhalla_service"
 
     pairs = random_pairs(2000)
-    rng = random.Random(7)  # isochrone points as the sweep draws them
-    points = [
-        ((round(rng.uniform(MONACO_BBOX[0], MONACO_BBOX[2]), 5), round(rng.uniform(MONACO_BBOX[1], MONACO_BBOX[3]), 5)), (0.0, 0.0))
-        for _ in range(2000)
-    ]
+    points = isochrone_points(2000)  # as the sweep draws them
     results: dict[tuple[str, int, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(tmp)

@@ -62,6 +62,13 @@ def random_pairs(n: int, seed: int = 42) -> list[tuple[tuple[float, float], tupl
     return [(point(), point()) for _ in range(n)]
 
 
+def isochrone_points(n: int, seed: int = 7) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The sweep's isochrone centres in Monaco's box, as (point, unused) pairs like :func:`random_pairs`."""
+    rng = random.Random(seed)
+    xmin, ymin, xmax, ymax = MONACO_BBOX
+    return [((round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)), (0.0, 0.0)) for _ in range(n)]
+
+
 @dataclass
 class Result:
     name: str

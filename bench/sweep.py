@@ -21,7 +21,6 @@ import datetime
 import json
 import os
 import platform
-import random
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from common import CPUS, MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, session_cpu_seconds, wait_http
+from common import (
+    CPUS,
+    Result,
+    free_port,
+    isochrone_points,
+    load,
+    pin_client,
+    pin_server,
+    random_pairs,
+    session_cpu_seconds,
+    wait_http,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -275,11 +285,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
     threads = 1 if pinned else CORES
     workers_list: list[str | int] = [1] if pinned else args.workers
     pairs: Pairs = random_pairs(args.requests)
-    rng = random.Random(7)
-    points = [
-        ((round(rng.uniform(MONACO_BBOX[0], MONACO_BBOX[2]), 5), round(rng.uniform(MONACO_BBOX[1], MONACO_BBOX[3]), 5)), (0.0, 0.0))
-        for _ in range(args.requests)
-    ]
+    points = isochrone_points(args.requests)
     rows: list[dict[str, object]] = []
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     where = machine()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import signal
 import subprocess
@@ -23,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import MONACO_BBOX, free_port, load, random_pairs, wait_http
+from common import free_port, isochrone_points, load, random_pairs, wait_http
 from sweep import CORES, SCENARIOS, engine_command, roadkit_files
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -66,12 +65,7 @@ def main() -> None:
     parser.add_argument("--roadkit-env", nargs="*", default=[], metavar="NAME=VALUE", help="more environment for roadkit")
     parser.add_argument("--engine-env", nargs="*", default=[], metavar="NAME=VALUE", help="more environment for valhalla_service")
     args = parser.parse_args()
-    rng = random.Random(7)
-    if args.scenario.endswith("isochrone"):  # the sweep's points
-        box = MONACO_BBOX
-        points = [((round(rng.uniform(box[0], box[2]), 5), round(rng.uniform(box[1], box[3]), 5)), (0.0, 0.0)) for _ in range(2000)]
-    else:
-        points = random_pairs(2000)
+    points = isochrone_points(2000) if args.scenario.endswith("isochrone") else random_pairs(2000)  # the sweep's
     engine_path, roadkit_path = SCENARIOS[args.scenario][1], SCENARIOS[args.scenario][2]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
