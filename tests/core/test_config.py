@@ -221,6 +221,9 @@ def test_the_allocator_setting_is_checked(tmp_path: Path) -> None:
     library = tmp_path / "libmine.so"
     library.write_bytes(b"\x7fELF\x02\x01\x01")  # an ELF file's start: what the loader can preload
     text = write(tmp_path / "notes.so", "not a library")
+    spaced, coloned = tmp_path / "my lib.so", tmp_path / "lib:mine.so"  # LD_PRELOAD splits at spaces and colons
+    spaced.write_bytes(b"\x7fELF\x02\x01\x01")
+    coloned.write_bytes(b"\x7fELF\x02\x01\x01")
     ok = write(
         tmp_path / "ok.toml",
         f"""
@@ -267,7 +270,17 @@ allocator = 3
 id = "e"
 configuration = "e.toml"
 allocator = "NOTES"
-""".replace("NOTES", str(text)),
+[[services]]
+id = "f"
+configuration = "f.toml"
+allocator = "SPACED"
+[[services]]
+id = "g"
+configuration = "g.toml"
+allocator = "COLONED"
+""".replace("NOTES", str(text))
+        .replace("SPACED", str(spaced))
+        .replace("COLONED", str(coloned)),
     )
     problems = problems_of(load_server, bad)
     expected = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
@@ -277,7 +290,10 @@ allocator = "NOTES"
         assert any(p.startswith(f"{bad}: services[2].allocator: 'jemalloc' needs mode = \"child-process\"") for p in problems)
     assert any(p.startswith(f"{bad}: services[3].allocator: expected a string") for p in problems), problems
     assert f"{bad}: services[4].allocator: {expected}, got '{text}' (not a shared library: the loader would ignore it)" in problems
-    assert len(problems) == 5
+    unsplittable = "(LD_PRELOAD cannot hold a path with spaces or ':')"
+    for index, path in ((5, spaced), (6, coloned)):
+        assert f"{bad}: services[{index}].allocator: {expected}, got '{path}' {unsplittable}" in problems
+    assert len(problems) == 7
 
 
 def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Path) -> None:

@@ -67,6 +67,8 @@ def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
         return f"{EXPECTED}, got {setting!r}"
     if not path.is_file():
         return f"{EXPECTED}, got {setting!r} (not found)"
+    if ":" in setting or any(c.isspace() for c in setting):
+        return f"{EXPECTED}, got {setting!r} (LD_PRELOAD cannot hold a path with spaces or ':')"
     try:
         with path.open("rb") as library:
             elf = library.read(4) == b"\x7fELF"
