@@ -18,10 +18,9 @@ from typing import Any, Protocol
 from roadkit import allocator
 from roadkit.app import create_app
 from roadkit.auth.admin import Authenticator
-from roadkit.children import ChildProcessService
+from roadkit.children import ChildProcessService, completed
 from roadkit.config import ManagedService, ServerConfig, load_server, load_service
-from roadkit.config.files import read_document
-from roadkit.errors import ConfigurationError, NotFound, RoadkitError
+from roadkit.errors import NotFound, RoadkitError
 from roadkit.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns
 from roadkit.listen import ListeningSockets, Rebind, SocketServer
 from roadkit.plugins import Plugins
@@ -223,13 +222,7 @@ class InProcessService:
             "processStarts": 0,
             "lastExit": None,
         }
-        if self.error:
-            entry["reason"] = self.error
-        try:
-            entry["configuration"] = read_document(self.managed.configuration)
-        except ConfigurationError as exc:
-            entry["configurationError"] = exc.problems
-        return entry
+        return completed(entry, self.managed, self.error)
 
 
 def make_handle(managed: ManagedService, config: ServerConfig, plugins: Plugins, *, log_level: str | None = None) -> ServiceHandle:

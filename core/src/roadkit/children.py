@@ -265,6 +265,20 @@ class WorkerProcess:
         return entry
 
 
+def completed(entry: dict[str, Any], managed: ManagedService, error: str) -> dict[str, Any]:
+    """A service's description for the admin API with its last error and its service file's content.
+
+    A service file that cannot be read is described by its problems (``configurationError``).
+    """
+    if error:
+        entry["reason"] = error
+    try:
+        entry["configuration"] = read_document(managed.configuration)
+    except ConfigurationError as exc:
+        entry["configurationError"] = exc.problems
+    return entry
+
+
 class ChildProcessService:
     """A service whose workers are child processes of the administrator (``mode = "child-process"``)."""
 
@@ -603,10 +617,4 @@ class ChildProcessService:
             "processStarts": self.process_starts,
             "lastExit": self.last_exit,
         }
-        if self.error:
-            entry["reason"] = self.error
-        try:
-            entry["configuration"] = read_document(self.managed.configuration)
-        except ConfigurationError as exc:
-            entry["configurationError"] = exc.problems
-        return entry
+        return completed(entry, self.managed, self.error)

@@ -53,6 +53,14 @@ class Parameter:
         return {"id": self.name}
 
 
+def _listed(name: str, values: tuple[Any, ...], default_value: Any) -> dict[str, Any]:
+    """The capability of a parameter that takes one of ``values``: ``{id, values, defaultValue?}``."""
+    entry: dict[str, Any] = {"id": name, "values": list(values)}
+    if default_value is not None:
+        entry["defaultValue"] = default_value
+    return entry
+
+
 @attrs.frozen
 class PointParameter(Parameter):
     """A point: ``x,y`` in the request CRS, checked against a bbox given in ``projection``."""
@@ -100,10 +108,7 @@ class EnumParameter(Parameter):
         return self.default_value
 
     def capability(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"id": self.name, "values": list(self.values)}
-        if self.default_value is not None:
-            entry["defaultValue"] = self.default_value
-        return entry
+        return _listed(self.name, self.values, self.default_value)
 
 
 @attrs.frozen
@@ -128,10 +133,7 @@ class BoolParameter(Parameter):
         return self.default_value
 
     def capability(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"id": self.name, "values": list(self.values)}
-        if self.default_value is not None:
-            entry["defaultValue"] = self.default_value
-        return entry
+        return _listed(self.name, self.values, self.default_value)
 
 
 @attrs.frozen
