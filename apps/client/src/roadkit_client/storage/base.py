@@ -78,6 +78,15 @@ class SessionRecord:
     expires_at: float
 
 
+#: The columns of the sessions table, in the order of :class:`SessionRecord`'s fields.
+SESSION_COLUMNS = ", ".join(field.name for field in attrs.fields(SessionRecord))
+
+
+def session_values(record: SessionRecord) -> tuple[Any, ...]:
+    """A session's values in the order of :data:`SESSION_COLUMNS`."""
+    return attrs.astuple(record)
+
+
 @attrs.frozen
 class LoginRequest:
     """A portal login in progress: state, PKCE verifier and nonce, bound to a pre-login cookie."""

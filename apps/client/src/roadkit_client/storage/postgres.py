@@ -6,7 +6,7 @@ from typing import Any
 
 import asyncpg
 
-from .base import Document, LoginRequest, SessionRecord, decode_geojson, new_id, utc_now_iso
+from .base import SESSION_COLUMNS, Document, LoginRequest, SessionRecord, decode_geojson, new_id, session_values, utc_now_iso
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -39,8 +39,6 @@ CREATE TABLE IF NOT EXISTS login_requests (
     created_at DOUBLE PRECISION NOT NULL
 );
 """
-
-_SESSION_COLUMNS = "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
 
 
 class PostgresStorage:
@@ -101,25 +99,17 @@ class PostgresStorage:
     async def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session."""
         await self.pool.execute(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+            f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
             "ON CONFLICT (id_hash) DO UPDATE SET subject = EXCLUDED.subject, access_token = EXCLUDED.access_token, "
             "refresh_token = EXCLUDED.refresh_token, id_token = EXCLUDED.id_token, "
             "access_expires_at = EXCLUDED.access_expires_at, refresh_expires_at = EXCLUDED.refresh_expires_at, "
             "created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at",
-            record.id_hash,
-            record.subject,
-            record.access_token,
-            record.refresh_token,
-            record.id_token,
-            record.access_expires_at,
-            record.refresh_expires_at,
-            record.created_at,
-            record.expires_at,
+            *session_values(record),
         )
 
     async def get_session(self, id_hash: str) -> SessionRecord | None:
         """A session by cookie hash."""
-        row = await self.pool.fetchrow(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id_hash = $1", id_hash)
+        row = await self.pool.fetchrow(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id_hash = $1", id_hash)
         return SessionRecord(*row.values()) if row else None
 
     async def delete_session(self, id_hash: str) -> None:

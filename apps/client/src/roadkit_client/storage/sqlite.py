@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import Document, LoginRequest, SessionRecord, decode_geojson, new_id, utc_now_iso
+from .base import SESSION_COLUMNS, Document, LoginRequest, SessionRecord, decode_geojson, new_id, session_values, utc_now_iso
 
 T = TypeVar("T")
 
@@ -44,8 +44,6 @@ CREATE TABLE IF NOT EXISTS login_requests (
     created_at REAL NOT NULL
 );
 """
-
-_SESSION_COLUMNS = "id_hash, subject, access_token, refresh_token, id_token, access_expires_at, refresh_expires_at, created_at, expires_at"
 
 
 class SqliteStorage:
@@ -105,24 +103,14 @@ class SqliteStorage:
 
     async def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session."""
-        values = (
-            record.id_hash,
-            record.subject,
-            record.access_token,
-            record.refresh_token,
-            record.id_token,
-            record.access_expires_at,
-            record.refresh_expires_at,
-            record.created_at,
-            record.expires_at,
-        )
+        values = session_values(record)
         await self._run(
-            lambda db: db.execute(f"INSERT OR REPLACE INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+            lambda db: db.execute(f"INSERT OR REPLACE INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
         )
 
     async def get_session(self, id_hash: str) -> SessionRecord | None:
         """A session by cookie hash."""
-        row = await self._run(lambda db: db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id_hash = ?", (id_hash,)).fetchone())
+        row = await self._run(lambda db: db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id_hash = ?", (id_hash,)).fetchone())
         return SessionRecord(*row) if row else None
 
     async def delete_session(self, id_hash: str) -> None:
