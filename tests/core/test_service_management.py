@@ -145,7 +145,7 @@ async def test_invalid_service_requests_give_400_with_every_problem_and_change_n
         assert response.status_code == 400
         problems = response.json()["error"]["message"].splitlines()
         service_file = admin.root / "second.service.toml"
-        assert f"{service_file}: extra: unknown key (expected id, configuration, mode, workers, startup_timeout)" in problems
+        assert f"{service_file}: extra: unknown key (expected id, configuration, mode, workers, startup_timeout, allocator)" in problems
         assert any(p.startswith(f"{service_file}: application.title: required key is missing") for p in problems), problems
         assert any(p.startswith(f"{service_file}: (top level): unknown key(s) colour") for p in problems), problems
         text = "\n".join(problems)
@@ -520,3 +520,45 @@ async def test_an_integer_beyond_64_bits_is_a_400_and_a_stored_one_is_still_show
         assert listed.status_code == 200, listed.text
         assert listed.json()[0]["configuration"]["limits"]["max_body_bytes"] == big
         assert (await c.get(f"{admin.base}/services/main")).status_code == 200
+
+
+async def test_the_allocator_of_a_service_is_set_and_changed_through_the_api(admin: Admin) -> None:
+    port = free_port()
+    async with httpx.AsyncClient(timeout=30) as c:
+        created = await c.post(
+            f"{admin.base}/services",
+            json={"id": "second", "mode": "child-process", "workers": 1, "allocator": "system", "configuration": configuration(port)},
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["allocator"] == "system"
+        assert [p["allocator"] for p in created.json()["processes"]] == ["system"]
+        assert tomllib.loads(admin.path.read_text())["services"][1]["allocator"] == "system"
+
+        # Changed: the workers are replaced by ones started with the new allocator.
+        changed = await c.put(f"{admin.base}/services/second", json={"allocator": "jemalloc", "configuration": configuration(port)})
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["allocator"] == "jemalloc"
+        assert [p["allocator"] for p in changed.json()["processes"]] == ["jemalloc"]
+        assert tomllib.loads(admin.path.read_text())["services"][1]["allocator"] == "jemalloc"
+
+        before = admin.snapshot()
+        wrong = await c.put(f"{admin.base}/services/second", json={"allocator": "fast", "configuration": configuration(port)})
+        assert wrong.status_code == 400, wrong.text
+        expected = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
+        assert f"{admin.path}: services[1].allocator: {expected}, got 'fast'" in wrong.json()["error"]["message"]
+        # A well-formed allocator this machine does not have: the request is valid, the machine lacks it (409).
+        missing = await c.put(
+            f"{admin.base}/services/second", json={"allocator": "/nowhere/libfast.so", "configuration": configuration(port)}
+        )
+        assert missing.status_code == 409, missing.text
+        assert (
+            f"{admin.path}: services[1].allocator: {expected}, got '/nowhere/libfast.so' (not found)" in missing.json()["error"]["message"]
+        )
+        # "main" runs in the administrator's process, started already: its allocator can't be chosen.
+        same = await c.put(
+            f"{admin.base}/services/main", json={"allocator": "jemalloc", "configuration": main_configuration(admin.main_port)}
+        )
+        assert same.status_code == 409, same.text
+        assert f"{admin.path}: services[0].allocator: 'jemalloc' needs mode = \"child-process\"" in same.json()["error"]["message"]
+        assert admin.snapshot() == before
+        assert [p["allocator"] for p in (await c.get(f"{admin.base}/services/second")).json()["processes"]] == ["jemalloc"]

@@ -29,6 +29,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
 PACKAGES = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
 #: What ``"auto"`` tries, in order (chosen by the figures of bench/README.md).
 AUTO_ORDER = ("tcmalloc", "jemalloc")
+#: What the loader splits LD_PRELOAD at (glibc: a space or ':'), and NUL, which no path holds.
+UNSPLITTABLE = (" ", ":", "\0")
 EXPECTED = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
 
 
@@ -51,6 +53,13 @@ def find(name: str, folders: Sequence[Path] | None = None) -> Path | None:
     return None
 
 
+def well_formed(setting: str) -> bool:
+    """Whether ``setting`` is one of the names or an absolute path LD_PRELOAD can hold (whether it is installed aside)."""
+    if setting in ("auto", "system", *LIBRARIES):
+        return True
+    return setting.startswith("/") and not any(c in setting for c in UNSPLITTABLE)
+
+
 def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
     """What is wrong with an ``allocator`` setting on this machine (the message's tail), or None."""
     if setting in ("auto", "system"):
@@ -67,7 +76,7 @@ def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
         return f"{EXPECTED}, got {setting!r}"
     if not path.is_file():
         return f"{EXPECTED}, got {setting!r} (not found)"
-    if ":" in setting or any(c.isspace() for c in setting):
+    if any(c in setting for c in UNSPLITTABLE[:2]):
         return f"{EXPECTED}, got {setting!r} (LD_PRELOAD cannot hold a path with spaces or ':')"
     try:
         with path.open("rb") as library:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from roadkit import allocator
 from roadkit.config.loader import load_service, managed_service, parse_server, parse_service
 from roadkit.config.models import Listener, ManagedService, ServerConfig
 from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, storable_problems
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from roadkit.administrator import Administrator, ServiceHandle
 
 #: Keys of a request body besides ``configuration``: they go to the service's ``[[services]]`` entry.
-ENTRY_KEYS = ("mode", "workers", "startup_timeout")
+ENTRY_KEYS = ("mode", "workers", "startup_timeout", "allocator")
 
 
 @attrs.frozen
@@ -54,7 +55,7 @@ def _without_nulls(value: Any) -> Any:
 def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
     if not isinstance(body, dict):
         raise BadRequest(
-            f"Invalid request body: expected a JSON object with id, mode, workers and configuration, got {type(body).__name__}",
+            f"Invalid request body: expected a JSON object with id, configuration and {', '.join(ENTRY_KEYS)}, got {type(body).__name__}",
             code="invalid_body",
         )
     problems = [
@@ -82,6 +83,22 @@ def _missing_on_server(problem: str, service_file: Path) -> bool:
     return key == "folders.projections" or key.endswith((".certfile", ".keyfile"))
 
 
+def _machine_problems(entry: dict[str, Any], path: Path, key: str, problems: list[str]) -> list[str]:
+    """Take out of ``problems`` the entry's well-formed allocator that this machine does not have: a conflict (409).
+
+    As a projections folder the server does not have, the request is valid; the machine lacks the
+    library (not installed, not found, not a shared library).
+    """
+    value = entry.get("allocator")
+    if not isinstance(value, str) or not allocator.well_formed(value) or (wrong := allocator.problem(value)) is None:
+        return []
+    found = f"{path}: {key}.allocator: {wrong}"
+    if found not in problems:
+        return []
+    problems.remove(found)
+    return [found]
+
+
 def _ports(
     listeners: tuple[Listener, ...], others: dict[str, tuple[Listener, ...]], admin: Listener, where: Path, problems: list[str]
 ) -> None:
@@ -100,12 +117,20 @@ def _entry_conflicts(current: ManagedService, changes: dict[str, Any], path: Pat
             f"{path}: {key}.workers: service {current.id!r} runs workers = {current.workers!r} (child processes), and "
             'mode = "same-process" runs one worker: send workers = 1 with it'
         ]
+    found: list[str] = []
     if "mode" not in changes and current.mode == "same-process":
-        return [
-            f'{path}: {key}.mode: service {current.id!r} runs in the administrator\'s process (mode = "same-process"), with one '
-            f'worker: send mode = "child-process" with workers = {changes.get("workers")!r}'
-        ]
-    return problems
+        if "workers" in changes:
+            found.append(
+                f'{path}: {key}.mode: service {current.id!r} runs in the administrator\'s process (mode = "same-process"), with one '
+                f'worker: send mode = "child-process" with workers = {changes["workers"]!r}'
+            )
+        if "allocator" in changes:
+            found.append(
+                f'{path}: {key}.allocator: {changes["allocator"]!r} needs mode = "child-process": service {current.id!r} runs in '
+                'the administrator\'s process (mode = "same-process"), started with its allocator already: send mode = '
+                f'"child-process" with allocator = {changes["allocator"]!r}'
+            )
+    return found or problems
 
 
 class Management:
@@ -230,8 +255,10 @@ class Management:
         }
         editor = ServerFileEditor(self.config.path)
         editor.add_service(entry)
-        entry_problems = managed_service(entry, self.config.path, f"services[{editor.index(sid)}]")[1]
-        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor, entry_problems=entry_problems, conflicts=[])
+        key = f"services[{editor.index(sid)}]"
+        entry_problems = managed_service(entry, self.config.path, key)[1]
+        conflicts = _machine_problems(entry, self.config.path, key, entry_problems)
+        plan = self._plan(sid, data, problems, service_file=service_file, editor=editor, entry_problems=entry_problems, conflicts=conflicts)
         previous_server = self.config.path.read_text(encoding="utf-8")
         new_folders = {p for folder in plan.folders for p in (folder, *folder.parents) if not p.exists()}
         self._write(plan)
@@ -276,6 +303,7 @@ class Management:
                 raise Conflict(f"{self.config.path}: services: service {sid!r} is no longer listed (fix the server file first)") from None
             # The request's keys alone (what it says of the service), then merged with the entry as it is now.
             entry_problems = managed_service({**current, **changes, "id": sid}, self.config.path, key)[1]
+            conflicts.extend(_machine_problems({**current, **changes}, self.config.path, key, entry_problems))
             if (
                 entry_problems
                 and not managed_service({"id": sid, "configuration": current.get("configuration"), **changes}, self.config.path, key)[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roadkit.allocator import LIBRARIES
 from roadkit.config.loader import BBOX_REGEX, HOST_MAX_LENGTH, HOST_REGEX
 from roadkit.config.models import max_workers
 from roadkit.publication import ID_REGEX
@@ -171,7 +172,7 @@ def write_paths() -> dict[str, Any]:
                 "put": {
                     "operationId": "modifyService",
                     "summary": (
-                        "Replace a service's configuration (and change the mode, workers, startup_timeout sent): checked, "
+                        "Replace a service's configuration (and change the mode, workers, startup_timeout, allocator sent): checked, "
                         "written atomically, then the service reloads (the old workers serve until the new ones are ready). "
                         "A change of mode stops the service and starts it in the other mode."
                     ),
@@ -344,10 +345,21 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
         "workers": workers,
         "startup_timeout": _positive("Seconds until a start that is not ready fails."),
+        "allocator": {
+            "description": (
+                'The memory allocator of the worker processes: "auto" (tcmalloc, else jemalloc, else glibc\'s), "system", '
+                '"tcmalloc", "jemalloc" or the absolute path of a shared library (no spaces or \':\'); other than "auto" and '
+                '"system" needs child-process. One this machine does not have is a 409.'
+            ),
+            "anyOf": [{"enum": ["auto", "system", *LIBRARIES]}, {"type": "string", "pattern": r"^/[^: \u0000]+$"}],
+        },
         "configuration": {"$ref": "#/components/schemas/ServiceConfiguration"},
     }
     # One worker in the administrator's process: several workers need child processes.
-    single = {"properties": {"mode": {"const": "same-process"}, "workers": {"const": 1}}, "required": ["mode"]}
+    single = {
+        "properties": {"mode": {"const": "same-process"}, "workers": {"const": 1}, "allocator": {"enum": ["auto", "system"]}},
+        "required": ["mode"],
+    }
     several = {"not": {"properties": {"mode": {"const": "same-process"}}, "required": ["mode"]}}
     return {
         "ServiceConfiguration": service_configuration(apis),
