@@ -318,6 +318,9 @@ def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Pa
     assert allocator.problem("tcmalloc", [folder]) is None and allocator.problem("auto", [empty]) is None
     lib = folder / "libtcmalloc_minimal.so.4"
     # The worker's environment: the library first, other preloads kept, no duplicate; glibc's: unchanged.
+    # Well formed (whether installed aside): what the admin API's schema accepts, and a 409 when this machine lacks it.
+    assert [allocator.well_formed(v) for v in ("auto", "system", "tcmalloc", "jemalloc", "/opt/lib.so", "/a\tb")] == [True] * 6
+    assert not any(allocator.well_formed(v) for v in ("fast", "", "/", "opt/lib.so", "/a b.so", "/a:b.so", "/a\0.so"))
     assert allocator.environment(lib, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(lib)}
     assert allocator.environment(lib, {"LD_PRELOAD": f"/x/liba.so {lib}"})["LD_PRELOAD"] == f"{lib}:/x/liba.so"
     assert allocator.environment(None, {"LD_PRELOAD": "/x/liba.so"}) == {"LD_PRELOAD": "/x/liba.so"}

@@ -16,6 +16,7 @@ when it is not installed), or the path of a shared library that replaces ``mallo
 from __future__ import annotations
 
 import os
+import re
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,8 +30,9 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
 PACKAGES = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
 #: What ``"auto"`` tries, in order (chosen by the figures of bench/README.md).
 AUTO_ORDER = ("tcmalloc", "jemalloc")
-#: What the loader splits LD_PRELOAD at (glibc: a space or ':'), and NUL, which no path holds.
-UNSPLITTABLE = (" ", ":", "\0")
+#: A library path LD_PRELOAD can hold: glibc's loader splits it at a space or ':', and no path holds
+#: NUL (the admin API's schema states the same pattern).
+PATH_REGEX = r"^/[^: \u0000]+$"
 EXPECTED = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
 
 
@@ -55,9 +57,7 @@ def find(name: str, folders: Sequence[Path] | None = None) -> Path | None:
 
 def well_formed(setting: str) -> bool:
     """Whether ``setting`` is one of the names or an absolute path LD_PRELOAD can hold (whether it is installed aside)."""
-    if setting in ("auto", "system", *LIBRARIES):
-        return True
-    return setting.startswith("/") and not any(c in setting for c in UNSPLITTABLE)
+    return setting in ("auto", "system", *LIBRARIES) or re.fullmatch(PATH_REGEX, setting) is not None
 
 
 def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
@@ -76,7 +76,7 @@ def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
         return f"{EXPECTED}, got {setting!r}"
     if not path.is_file():
         return f"{EXPECTED}, got {setting!r} (not found)"
-    if any(c in setting for c in UNSPLITTABLE[:2]):
+    if " " in setting or ":" in setting:
         return f"{EXPECTED}, got {setting!r} (LD_PRELOAD cannot hold a path with spaces or ':')"
     try:
         with path.open("rb") as library:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roadkit.allocator import LIBRARIES
+from roadkit.allocator import LIBRARIES, PATH_REGEX
 from roadkit.config.loader import BBOX_REGEX, HOST_MAX_LENGTH, HOST_REGEX
 from roadkit.config.models import max_workers
 from roadkit.publication import ID_REGEX
@@ -351,7 +351,7 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
                 '"tcmalloc", "jemalloc" or the absolute path of a shared library (no spaces or \':\'); other than "auto" and '
                 '"system" needs child-process. One this machine does not have is a 409.'
             ),
-            "anyOf": [{"enum": ["auto", "system", *LIBRARIES]}, {"type": "string", "pattern": r"^/[^: \u0000]+$"}],
+            "anyOf": [{"enum": ["auto", "system", *LIBRARIES]}, {"type": "string", "pattern": PATH_REGEX}],
         },
         "configuration": {"$ref": "#/components/schemas/ServiceConfiguration"},
     }
