@@ -215,7 +215,7 @@ class InProcessService:
                     "worker": 0,
                     "pid": os.getpid(),
                     "state": "ready" if self.service is not None else str(self.lifecycle),
-                    "allocator": allocator.loaded(),
+                    "allocator": allocator.own(),
                 }
             ],
             "starts": self.starts,

@@ -15,6 +15,7 @@ when it is not installed), or the path of a shared library that replaces ``mallo
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sysconfig
@@ -76,7 +77,7 @@ def problem(setting: str, folders: Sequence[Path] | None = None) -> str | None:
         return f"{EXPECTED}, got {setting!r}"
     if not path.is_file():
         return f"{EXPECTED}, got {setting!r} (not found)"
-    if " " in setting or ":" in setting:
+    if not well_formed(setting):
         return f"{EXPECTED}, got {setting!r} (LD_PRELOAD cannot hold a path with spaces or ':')"
     try:
         with path.open("rb") as library:
@@ -137,3 +138,9 @@ def loaded(pid: int | str = "self", library: Path | None = None) -> str:
     if library is not None and str(library.resolve()) in maps:
         return library.name
     return "system"
+
+
+@functools.cache
+def own() -> str:
+    """The allocator of this process (:func:`loaded`, read once: a running process keeps its allocator)."""
+    return loaded()

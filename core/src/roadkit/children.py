@@ -94,6 +94,8 @@ class WorkerProcess:
         self.slot: int | None = None
         #: The allocator library preloaded in the process (None: glibc's).
         self.library: Path | None = None
+        #: The allocator read from the process's memory map (None: not read yet).
+        self._allocator: str | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -132,6 +134,7 @@ class WorkerProcess:
             **({"connections": {"fd": shared[0], "slot": self.slot}} if shared else {}),
         }
         self.library = library = allocator.preload(managed.allocator)
+        self._allocator = None
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.owner.command,
@@ -261,7 +264,9 @@ class WorkerProcess:
         )
         entry: dict[str, Any] = {"worker": self.index, "pid": self.pid, "state": state}
         if self.pid is not None and state != "exited":
-            entry["allocator"] = allocator.loaded(self.pid, self.library)  # read from its memory map: what it really runs with
+            if self._allocator in (None, "unknown"):  # read from its memory map once: what it really runs with
+                self._allocator = allocator.loaded(self.pid, self.library)
+            entry["allocator"] = self._allocator
         return entry
 
 
