@@ -180,8 +180,11 @@ def roadkit_files(
     threads: int,
     http_server: str | None = None,
     allocator: str | None = None,
+    engine_calls: str | None = None,
 ) -> Path:
-    """The bench service of one engine family, with ``workers`` child processes (0: same process)."""
+    """The bench service of one engine family, with ``workers`` child processes (0: same process).
+
+    ``engine_calls``: the Valhalla source's ``limits.engine_calls`` (default: the source's, "threads")."""
     for folder in ("sources", "resources"):
         (workdir / folder).mkdir(exist_ok=True)
     if family == "osrm":
@@ -198,7 +201,8 @@ def roadkit_files(
         (workdir / "sources" / "valhalla.source").write_text(
             f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n'
             f"[limits]\nthreads = {threads}\n"
-            '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
+            + (f'engine_calls = "{engine_calls}"\n' if engine_calls else "")
+            + '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
         )
         (workdir / "resources" / "monaco.resource").write_text(
             'id = "monaco"\ntype = "valhalla"\nsources = ["valhalla"]\n[operations.route]\n[operations.nearest]\n'
@@ -317,6 +321,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                         threads=per_worker,
                         http_server=args.http_server,
                         allocator=args.allocator,
+                        engine_calls=args.engine_calls,
                     )
                     command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
                     with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
@@ -443,6 +448,9 @@ def main() -> None:
         "--http-server", choices=["hypercorn", "uvicorn"], default=None, help="the service's [http] server (default: the service default)"
     )
     parser.add_argument("--allocator", default=None, help="roadkit workers' allocator setting (default: the server file's, \"auto\")")
+    parser.add_argument(
+        "--engine-calls", default=None, choices=["threads", "inline"], help="the Valhalla source's limits.engine_calls (default: threads)"
+    )
     parser.add_argument(
         "--engine-preload", default=None, metavar="LIBRARY", help="a library preloaded in the engine's server (e.g. the same allocator)"
     )

@@ -9,6 +9,10 @@ context switches per request, read from ``/proc/<pid>/task/<tid>``. A roadkit wo
 loop (the thread whose id is the process id) and one engine thread per Actor; valhalla_service has
 its HTTP and ZeroMQ threads and its worker threads. It says whether a difference is in the engine
 or around it, which the sweep's CPU per process cannot.
+
+``--b-engine-calls inline`` (or ``--b-env NAME=VALUE...``) adds a second roadkit, "roadkit-b", measured
+in the same rounds: two roadkit settings compared on the same machine state. The last lines give each
+roadkit's ratio of requests/s to valhalla_service's, round by round, and their median.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,6 +69,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--roadkit-env", nargs="*", default=[], metavar="NAME=VALUE", help="more environment for roadkit")
     parser.add_argument("--engine-env", nargs="*", default=[], metavar="NAME=VALUE", help="more environment for valhalla_service")
+    parser.add_argument(
+        "--b-env",
+        nargs="*",
+        default=None,
+        metavar="NAME=VALUE",
+        help="also run a second roadkit ('roadkit-b') with this environment added, in the same rounds",
+    )
+    parser.add_argument(
+        "--b-engine-calls", default=None, choices=["threads", "inline"], help="roadkit-b's Valhalla limits.engine_calls (implies roadkit-b)"
+    )
     args = parser.parse_args()
     points = isochrone_points(2000) if args.scenario.endswith("isochrone") else random_pairs(2000)  # the sweep's
     engine_path, roadkit_path = SCENARIOS[args.scenario][1], SCENARIOS[args.scenario][2]
@@ -77,15 +92,26 @@ def main() -> None:
         roadkit_env = os.environ | dict(item.split("=", 1) for item in args.roadkit_env)
         engine = subprocess.Popen(engine_command("valhalla", workdir, engine_port, CORES), env=engine_env, **quiet)  # type: ignore[call-overload]
         ours = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], env=roadkit_env, **quiet)  # type: ignore[call-overload]
+        servers = [
+            ("valhalla_service", engine, [f"http://127.0.0.1:{engine_port}" + engine_path(*p) for p in points]),
+            ("roadkit", ours, [f"http://127.0.0.1:{port}" + roadkit_path(*p) for p in points]),
+        ]
+        if args.b_env is not None or args.b_engine_calls is not None:
+            port_b, admin_b = free_port(), free_port()
+            (workdir / "roadkit-b").mkdir()
+            server_b = roadkit_files(
+                workdir / "roadkit-b", "valhalla", port_b, admin_b, workers="auto", threads=1, engine_calls=args.b_engine_calls
+            )
+            b_env = roadkit_env | dict(item.split("=", 1) for item in args.b_env or [])
+            other = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server_b)], env=b_env, **quiet)  # type: ignore[call-overload]
+            servers.append(("roadkit-b", other, [f"http://127.0.0.1:{port_b}" + roadkit_path(*p) for p in points]))
+        rates: dict[str, list[float]] = {who: [] for who, _, _ in servers}
         try:
             wait_http(f"http://127.0.0.1:{engine_port}" + engine_path(*points[0]), 180)
-            wait_http(f"http://127.0.0.1:{admin}/admin/1.0.0/health", 180)
-            wait_http(f"http://127.0.0.1:{port}" + roadkit_path(*points[0]), 180)
+            for _, _, urls in servers[1:]:
+                wait_http(urls[0], 180)
             for _ in range(args.rounds):
-                for who, process, urls in (
-                    ("valhalla_service", engine, [f"http://127.0.0.1:{engine_port}" + engine_path(*p) for p in points]),
-                    ("roadkit", ours, [f"http://127.0.0.1:{port}" + roadkit_path(*p) for p in points]),
-                ):
+                for who, process, urls in servers:
                     load("warm-up", urls[:50], concurrency=args.concurrency, duration=0.5, check=lambda s, b: s == 200, warm_up=False)
                     before = tasks(process.pid)
                     result = load(
@@ -93,6 +119,7 @@ def main() -> None:
                     )
                     after = tasks(process.pid)
                     n = max(result.requests, 1)
+                    rates[who].append(result.rps)
                     print(result.line())
                     total = 0.0
                     rows = []
@@ -112,8 +139,11 @@ def main() -> None:
                     for _, row in sorted(rows, reverse=True):
                         print("   ", row)
                     print(f"    total {total:.3f} ms CPU per request")
+            for who in list(rates)[1:]:
+                pairs = [ours / theirs for ours, theirs in zip(rates[who], rates["valhalla_service"], strict=True)]
+                print(f"{who} / valhalla_service, each round: {' '.join(f'{r:.3f}' for r in pairs)}; median {statistics.median(pairs):.3f}")
         finally:
-            for process in (engine, ours):
+            for _, process, _ in servers:
                 os.killpg(process.pid, signal.SIGTERM)
                 process.wait(30)
 
