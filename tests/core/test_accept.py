@@ -244,3 +244,37 @@ def test_a_client_that_half_closes_after_its_requests_is_answered_then_closed(lo
             sock.close()
 
     run(loop, main())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_connection_waiting_says_whether_a_connection_waits_for_this_process_to_accept_it(loop: str) -> None:
+    from roadkit.accept import connection_waiting
+
+    async def main() -> None:
+        made: list[asyncio.BaseTransport] = []
+        clients: list[socket.socket] = []
+        sock = listening()
+        assert not connection_waiting()  # no acceptor in this process
+        refuse = True
+        acceptor = Acceptor(sock, lambda: Recorder(made), my_turn=lambda: not refuse)
+        acceptor.start()
+        try:
+            assert not connection_waiting()
+            clients.append(socket.create_connection(sock.getsockname()[:2]))  # the kernel completes it; nobody accepted it
+            assert connection_waiting()
+            acceptor._ready()  # what the loop calls now: not this worker's turn, so it defers for DEFER
+            assert not made and not connection_waiting()  # left to another worker meanwhile: not waiting for this one
+            refuse = False
+            await until(lambda: len(made) == 1 and not acceptor.connecting)  # taken after DEFER all the same
+            assert not connection_waiting()
+            clients.append(socket.create_connection(sock.getsockname()[:2]))
+            assert connection_waiting()
+        finally:
+            acceptor.close()
+            assert not connection_waiting()  # closed: this process accepts no more
+            for client in clients:
+                client.close()
+            for transport in made:
+                transport.close()
+
+    run(loop, main())

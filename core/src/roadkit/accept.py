@@ -21,6 +21,7 @@ import errno
 import logging
 import mmap
 import os
+import select
 import socket
 import ssl
 from collections.abc import Callable
@@ -34,6 +35,31 @@ ACCEPT_RETRY_DELAY = 1.0
 DEFER = 0.005
 #: A slot's value when its worker does not accept (starting, draining, gone).
 NOT_ACCEPTING = -1
+
+#: The acceptors of this process reading their socket now (not closed, deferring or pausing).
+_reading: set[Acceptor] = set()
+
+
+def connection_waiting() -> bool:
+    """Whether a connection waits on a socket this process accepts on and would take now (a zero-time
+    poll), or was accepted and has no transport yet (TLS handshakes included: bound the turns given).
+
+    For work that holds the event loop's thread for a while (an engine called on it, as the Valhalla
+    plugin's ``engine_calls = "inline"``): one turn of the loop first accepts that connection, which
+    would otherwise wait for the work to end. False when this process accepts on no socket of its own
+    (same-process mode: the HTTP server's own accepting).
+    """
+    if not _reading:
+        return False
+    if any(acceptor.connecting for acceptor in _reading):
+        return True
+    poll = select.poll()
+    for acceptor in _reading:
+        poll.register(acceptor.sock.fileno(), select.POLLIN)
+    try:
+        return bool(poll.poll(0))
+    except OSError:
+        return False
 
 
 class ConnectionTable:
@@ -158,12 +184,14 @@ class Acceptor:
         self._loop = asyncio.get_running_loop()
         self._retry = None
         self._loop.add_reader(self.sock.fileno(), self._ready)
+        _reading.add(self)
 
     def _ready(self) -> None:
         assert self._loop is not None
         if self.my_turn is not None and not self.my_turn():
             # Another worker holds fewer connections: it takes this one if it can within DEFER.
             self._loop.remove_reader(self.sock.fileno())
+            _reading.discard(self)
             self._retry = self._loop.call_later(DEFER, self._deferred)
             return
         self._accept()
@@ -185,6 +213,7 @@ class Acceptor:
             # Level-triggered readiness would call again at once: pause instead of spinning.
             log.error("accept on %s failed (%s): accepting again in %g s", self._name(), exc, ACCEPT_RETRY_DELAY)
             self._loop.remove_reader(self.sock.fileno())
+            _reading.discard(self)
             self._retry = self._loop.call_later(ACCEPT_RETRY_DELAY, self.start)
             return
         conn.setblocking(False)
@@ -221,6 +250,7 @@ class Acceptor:
 
     def close(self) -> None:
         """Stop accepting and close this acceptor's descriptor (the connections accepted stay open)."""
+        _reading.discard(self)
         if self._retry is not None:
             self._retry.cancel()
             self._retry = None

@@ -11,6 +11,7 @@ service through :class:`ServiceView`, the part of ``roadkit.service.Service`` it
 from __future__ import annotations
 
 from roadkit import hookimpl
+from roadkit.accept import connection_waiting
 from roadkit.api import Api, JSONResponse, ScopeRoute, base_url, error_response, read_json_body
 from roadkit.cli import Command
 from roadkit.config.convert import structure
@@ -113,6 +114,7 @@ __all__ = [
     "Step",
     "UnsupportedOperation",
     "base_url",
+    "connection_waiting",
     "decimal_pattern",
     "docs_routes",
     "error_response",
