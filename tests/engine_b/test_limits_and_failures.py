@@ -169,6 +169,12 @@ async def test_requests_before_connecting_are_a_503(valhalla_example: Path) -> N
         ({"storage": {"config": 3}}, "storage.config: expected a string, got 3"),
         ({"costs": [{"optimization": "fastest", "costing": "auto"}]}, "costs[0].profile: required key is missing"),
         ({"limits": {"threads": 0}}, "limits.threads: expected a positive integer, got 0"),
+        ({"limits": {"engine_calls": "fast"}}, "limits.engine_calls: expected one of 'threads', 'inline', got 'fast'"),
+        (
+            {"limits": {"engine_calls": "inline", "threads": 2}},
+            'limits.engine_calls: "inline" calls one Actor on the event loop\'s thread and needs limits.threads = 1, got 2',
+        ),
+        ({"limits": {"engine_calls": "inline"}}, "needs limits.threads = 1, got no limits.threads (the CPU count)"),
         ({"limits": {"max_response_bytes": "big"}}, "limits.max_response_bytes: expected an integer, got 'big'"),
         ({"limits": {"speed": 3}}, "limits: unknown key(s) speed"),
         ({"projection": "EPSG:2154"}, "projection: Valhalla works in EPSG:4326"),
@@ -222,3 +228,103 @@ async def test_disconnecting_stops_the_engine_threads_and_refuses_new_calls(valh
         assert engine.alive() == 0
     with pytest.raises(SourceUnavailable):
         await source.route(RouteRequest((START, END), Cost("car", "fastest")))
+
+
+async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order_on_the_loop_thread(variant: Path) -> None:
+    """``limits.engine_calls = "inline"``: the one Actor called on the event loop's thread, one call per turn of the
+    loop in arrival order; a call whose request gave up while waiting is skipped; the answers are the threads' own."""
+    import threading
+
+    from roadkit.model import IsochroneRequest
+    from roadkit_valhalla.engine_threads import InlineEngine
+
+    rng = random.Random(11)
+    requests = [
+        IsochroneRequest((rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748)), Cost("car", cost_type="time"), (rng.choice([120, 300]),))
+        for _ in range(12)
+    ]
+    threaded = await connected_source(variant)
+    expected = [await threaded.isochrone(r) for r in requests]
+    await threaded.disconnect()
+
+    edit_source(variant, limits={"engine_calls": "inline", "threads": 1})
+    source = ValhallaSource.from_config(read_source(variant / "sources" / "monaco-valhalla.source"))
+    await source.connect()
+    engine = source._engine
+    assert isinstance(engine, InlineEngine) and engine.alive() == 1
+    called: list[tuple[int, int]] = []
+    run = source._run
+
+    def recording(action: str, body: dict[str, Any], *rest: Any) -> Any:
+        called.append((threading.get_ident(), body["locations"][0]["lon"]))
+        return run(action, body, *rest)
+
+    source._run = recording  # type: ignore[method-assign]
+    tasks = [asyncio.ensure_future(source.isochrone(r)) for r in requests]
+    await asyncio.sleep(0)  # every request has handed its call over
+    tasks[3].cancel()  # gave up while waiting: its call is skipped
+    answers = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(answers[3], asyncio.CancelledError)
+    kept = [i for i in range(len(requests)) if i != 3]
+    assert [lon for _, lon in called] == [requests[i].point[0] for i in kept]  # arrival order, the cancelled one skipped
+    assert {thread for thread, _ in called} == {threading.get_ident()}  # the event loop's own thread
+    for i in kept:
+        assert answers[i].geometries == expected[i].geometries  # type: ignore[union-attr]
+
+    # A call under way is not cut by a disconnect; no new call is taken after it.
+    under_way = asyncio.ensure_future(source.isochrone(requests[0]))
+    await asyncio.sleep(0)
+    await source.disconnect()
+    assert (await under_way).geometries == expected[0].geometries
+    assert engine.alive() == 0
+    with pytest.raises(RuntimeError):
+        await engine.run(len, ())
+    with pytest.raises(SourceUnavailable):
+        await source.isochrone(requests[0])
+
+
+async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_the_next_call() -> None:
+    """A connection that arrives during a call is accepted before the calls queued after it (not after them all)."""
+    import socket
+    import time
+
+    from roadkit.accept import Acceptor
+    from roadkit.config.models import Listener
+    from roadkit.listen import bind_listener
+    from roadkit_valhalla.engine_threads import InlineEngine
+
+    sock = bind_listener(Listener(host="127.0.0.1", port=0))
+    made: list[asyncio.BaseTransport] = []
+
+    class Recorder(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            made.append(transport)
+
+    acceptor = Acceptor(sock, Recorder)
+    acceptor.start()
+    seen: list[int] = []
+    clients: list[socket.socket] = []
+
+    def call(i: int) -> int:
+        seen.append(len(made))  # the connections this process had made when the call ran
+        if i == 0:
+            clients.append(socket.create_connection(sock.getsockname()[:2]))  # arrives during the first call
+        time.sleep(0.01)
+        return i
+
+    engine = InlineEngine(object())
+    try:
+        assert await asyncio.gather(*(engine.run(call, i) for i in range(4))) == [0, 1, 2, 3]
+        assert seen[0] == 0 and seen[1] == 1  # accepted (and its transport made) before the second call
+    finally:
+        acceptor.close()
+        for client in clients:
+            client.close()
+        for transport in made:
+            transport.close()
+
+
+async def connected_source(example: Path) -> ValhallaSource:
+    source = ValhallaSource.from_config(read_source(example / "sources" / "monaco-valhalla.source"))
+    await source.connect()
+    return source

@@ -59,11 +59,18 @@ class ValhallaCost:
         return options
 
 
+#: How a ``valhalla`` source calls its Actors (``limits.engine_calls``).
+ENGINE_CALLS = ("threads", "inline")
+
+
 @attrs.frozen
 class ValhallaLimits:
     """Request-time limits of the source.
 
     ``threads``: engine threads, each with its own Actor (default: the CPU count);
+    ``engine_calls``: ``"threads"`` (the default: the calls run on the engine threads) or
+    ``"inline"`` (with ``threads = 1``: the one Actor called on the event loop's thread, in arrival
+    order; more throughput with kept-alive connections, new connections accepted between two calls);
     ``max_response_bytes``: the largest engine answer accepted (Road2's ``maxBuffer``);
     ``nearest_radius``: meters around the point searched by ``nearest``;
     ``max_locations`` (``valhalla-http`` only): the most locations a route takes on the servers (the
@@ -72,6 +79,7 @@ class ValhallaLimits:
     """
 
     threads: int | None = None
+    engine_calls: str = "threads"
     max_response_bytes: int = 5_000_000
     nearest_radius: int = 200
     max_locations: int | None = None
@@ -158,6 +166,8 @@ def _check_limits(path: Path, limits: ValhallaLimits) -> list[str]:
     problems: list[str] = []
     if limits.threads is not None and limits.threads < 1:
         problems.append(f"{path}: limits.threads: expected a positive integer, got {limits.threads}")
+    if limits.engine_calls not in ENGINE_CALLS:
+        problems.append(f"{path}: limits.engine_calls: expected one of {', '.join(map(repr, ENGINE_CALLS))}, got {limits.engine_calls!r}")
     if limits.max_response_bytes < 1024:
         problems.append(f"{path}: limits.max_response_bytes: expected at least 1024 bytes, got {limits.max_response_bytes}")
     if limits.nearest_radius < 0:
@@ -182,6 +192,11 @@ def parse_options(config: SourceConfig) -> ValhallaOptions:
     if options.limits.max_locations is not None:
         problems.append(
             f"{config.path}: limits.max_locations: only for valhalla-http sources; this kind reads it from valhalla.json; remove it"
+        )
+    if options.limits.engine_calls == "inline" and options.limits.threads != 1:
+        problems.append(
+            f'{config.path}: limits.engine_calls: "inline" calls one Actor on the event loop\'s thread and needs limits.threads = 1,'
+            f" got {'no limits.threads (the CPU count)' if options.limits.threads is None else options.limits.threads}"
         )
     if problems:
         raise ConfigurationError(problems)
@@ -217,6 +232,8 @@ def parse_http_options(config: SourceConfig) -> ValhallaHttpOptions:
     )
     if options.limits.threads is not None:
         problems.append(f"{config.path}: limits.threads: not used by valhalla-http sources (each server has its own threads); remove it")
+    if options.limits.engine_calls != "threads":
+        problems.append(f"{config.path}: limits.engine_calls: not used by valhalla-http sources (the servers make the calls); remove it")
     if problems:
         raise ConfigurationError(problems)
     return options

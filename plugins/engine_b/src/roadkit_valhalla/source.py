@@ -18,7 +18,7 @@ import orjson
 
 from roadkit.contract import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable
 from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
-from roadkit_valhalla.engine_threads import EngineThreads, current_handle
+from roadkit_valhalla.engine_threads import EngineThreads, InlineEngine, current_handle
 from roadkit_valhalla.options import ValhallaOptions, parse_options
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class ValhallaSource(ValhallaBase):
 
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
-        self._engine: EngineThreads | None = None
+        self._engine: EngineThreads | InlineEngine | None = None
         self._isochrone_limits: dict[str, float] = {}
 
     @classmethod
@@ -111,7 +111,10 @@ class ValhallaSource(ValhallaBase):
             raise
         if self._engine is not None:
             self._engine.close()
-        self._engine = EngineThreads(actors, f"valhalla-{self.id}")
+        if self.options.limits.engine_calls == "inline":
+            self._engine = InlineEngine(actors[0])  # parse_options: inline only with limits.threads = 1
+        else:
+            self._engine = EngineThreads(actors, f"valhalla-{self.id}")
         self.state = SourceState.GREEN
         self.reason = ""
 
