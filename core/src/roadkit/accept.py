@@ -42,7 +42,8 @@ _reading: set[Acceptor] = set()
 
 def connection_waiting() -> bool:
     """Whether a connection waits on a socket this process accepts on and would take now (a zero-time
-    poll), or was accepted and has no transport yet (TLS handshakes included: bound the turns given).
+    poll), or was accepted without TLS and has no transport yet (a turn or two of the loop; a TLS
+    handshake's round trips are not waited for).
 
     For work that holds the event loop's thread for a while (an engine called on it, as the Valhalla
     plugin's ``engine_calls = "inline"``): one turn of the loop first accepts that connection, which
@@ -51,7 +52,7 @@ def connection_waiting() -> bool:
     """
     if not _reading:
         return False
-    if any(acceptor.connecting for acceptor in _reading):
+    if any(acceptor.connecting for acceptor in _reading if acceptor.ssl_context is None):
         return True
     poll = select.poll()
     for acceptor in _reading:

@@ -92,7 +92,7 @@ class InlineEngine:
     turn of the loop, which reads and writes its sockets between two calls.
 
     No thread hand-off: no queue, no thread wake-up, no ``call_soon_threadsafe``, no GIL passing
-    between threads; measured (bench/README.md), 3-5 % more isochrones a second than
+    between threads; measured (bench/README.md), 0-4 % less CPU an isochrone than
     :class:`EngineThreads` with one thread. A connection waiting to be accepted is accepted before
     the next call (:func:`~roadkit.contract.connection_waiting`). Its cost: the loop does nothing
     else during a call, so a time-out cannot cut a call under way (its 504 comes once the call

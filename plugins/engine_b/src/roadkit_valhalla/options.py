@@ -70,7 +70,7 @@ class ValhallaLimits:
     ``threads``: engine threads, each with its own Actor (default: the CPU count);
     ``engine_calls``: ``"threads"`` (the default: the calls run on the engine threads) or
     ``"inline"`` (with ``threads = 1``: the one Actor called on the event loop's thread, in arrival
-    order; more throughput with kept-alive connections, new connections accepted between two calls);
+    order, no thread hand-off; the worker's other requests wait for a call under way);
     ``max_response_bytes``: the largest engine answer accepted (Road2's ``maxBuffer``);
     ``nearest_radius``: meters around the point searched by ``nearest``;
     ``max_locations`` (``valhalla-http`` only): the most locations a route takes on the servers (the
