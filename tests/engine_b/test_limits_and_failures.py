@@ -19,7 +19,7 @@ from roadkit.plugins import Plugins
 from roadkit.service import Service
 from roadkit.source import SourceState
 from roadkit_valhalla import ValhallaSource
-from tests.engine_b.conftest import END, START, edit_source
+from tests.engine_b.conftest import END, START, connected, edit_source
 
 ROUTE = "/simple/1.0.0/route"
 ISOCHRONE = "/simple/1.0.0/isochrone"
@@ -243,7 +243,7 @@ async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order
         IsochroneRequest((rng.uniform(7.41, 7.438), rng.uniform(43.725, 43.748)), Cost("car", cost_type="time"), (rng.choice([120, 300]),))
         for _ in range(12)
     ]
-    threaded = await connected_source(variant)
+    threaded = await connected(variant)
     expected = [await threaded.isochrone(r) for r in requests]
     await threaded.disconnect()
 
@@ -252,7 +252,7 @@ async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order
     await source.connect()
     engine = source._engine
     assert isinstance(engine, InlineEngine) and engine.alive() == 1
-    called: list[tuple[int, int]] = []
+    called: list[tuple[int, float]] = []
     run = source._run
 
     def recording(action: str, body: dict[str, Any], *rest: Any) -> Any:
@@ -322,9 +322,3 @@ async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_t
             client.close()
         for transport in made:
             transport.close()
-
-
-async def connected_source(example: Path) -> ValhallaSource:
-    source = ValhallaSource.from_config(read_source(example / "sources" / "monaco-valhalla.source"))
-    await source.connect()
-    return source
