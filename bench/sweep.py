@@ -8,9 +8,13 @@ Valhalla Actors split between the workers (as many engine threads in all as valh
 ``--one-core`` pins every server to one core instead (engine threads 1, one roadkit worker) and
 the load generator to the others.
 
-Rounds alternate the engine and roadkit at each concurrency, so both see the machine's noise; the
-best round of each is kept. Results: ``bench/results/<name>.csv`` and ``.png``; ``bench/table.py``
-writes the README's table from the CSV.
+Rounds alternate the engine and roadkit at each concurrency, so both see the machine's noise. Each
+round gives a ratio (roadkit's req/s over the engine's in that round, and the engine's CPU time per
+request over roadkit's); the CSV keeps their median and a distribution-free 95 % interval for it
+(``common.paired_ratio``: 6 rounds or more), the median and extreme rounds of each server, and the
+best round as before. On a noisy machine the best round is a lottery and one pair says little: the
+interval says whether a ratio is above, below or not distinguishable from a target. Results:
+``bench/results/<name>.csv`` and ``.png``; ``bench/table.py`` writes the README's table from the CSV.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +40,7 @@ from common import (
     free_port,
     isochrone_points,
     load,
+    paired_ratio,
     pin_client,
     pin_server,
     random_pairs,
@@ -326,8 +332,8 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                     command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
                     with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
                         wait_http(f"http://127.0.0.1:{port}" + SCENARIOS[first][2](*sample), timeout=180)
-                        best: dict[tuple[str, str, int], Result] = {}
-                        cpu: dict[tuple[str, str, int, int], float] = {}
+                        # Every round of every server, in order: round i of the engine pairs with round i of roadkit.
+                        runs: dict[tuple[str, str, int], list[tuple[Result, float]]] = {}
                         for _ in range(args.rounds):
                             for scenario in scenarios:
                                 chosen = points if scenario.endswith("isochrone") else pairs
@@ -340,22 +346,24 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                                         accepted = accepted_per_worker(admin) if who == "roadkit" else []
                                         before = session_cpu_seconds(pid)
                                         result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
-                                        cpu[(scenario, who, concurrency, id(result))] = (
-                                            1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
-                                        )
+                                        cpu_ms = 1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
+                                        runs.setdefault((scenario, who, concurrency), []).append((result, cpu_ms))
                                         # How the round's connections spread over the workers (one accept queue for all).
                                         after = accepted_per_worker(admin) if accepted else []
                                         spread = [b - a for a, b in zip(accepted, after, strict=False)]
                                         print(
                                             result.line(),
-                                            f" cpu {cpu[(scenario, who, concurrency, id(result))]:.3f} ms/req",
+                                            f" cpu {cpu_ms:.3f} ms/req",
                                             f" connections per worker {'/'.join(map(str, spread))}" if spread else "",
                                             flush=True,
                                         )
-                                        key = (scenario, who, concurrency)
-                                        if key not in best or result.rps > best[key].rps:
-                                            best[key] = result
-                        for (scenario, who, concurrency), result in best.items():
+                        for (scenario, who, concurrency), measured in runs.items():
+                            engine_runs = runs[(scenario, engine_name, concurrency)]
+                            row = summary(measured, engine_runs if who == "roadkit" else None)
+                            if who == "roadkit":
+                                print(
+                                    f"{scenario} workers={workers} c={concurrency}: roadkit / {engine_name} {row.pop('_ratio')}", flush=True
+                                )
                             rows.append(
                                 {
                                     "date": stamp,
@@ -365,15 +373,56 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                                     "server": who,
                                     "workers": workers if who == "roadkit" else f"{threads} threads",
                                     "concurrency": concurrency,
-                                    "rps": round(result.rps, 1),
-                                    "p50_ms": round(result.percentile(0.5), 3),
-                                    "p99_ms": round(result.percentile(0.99), 3),
-                                    "cpu_ms_per_request": round(cpu[(scenario, who, concurrency, id(result))], 4),
-                                    "errors": result.errors,
-                                    "requests": result.requests,
+                                    **row,
                                 }
                             )
     return rows
+
+
+def summary(measured: list[tuple[Result, float]], engine: list[tuple[Result, float]] | None) -> dict[str, object]:
+    """One CSV row's figures from a server's rounds: the best round (``rps``, its p50, p99 and CPU, as
+    before), the median round, and for roadkit the paired ratios to the engine's rounds (median and
+    its confidence interval, see :class:`common.Ratio`), for req/s and for CPU time per request."""
+    best, best_cpu = max(measured, key=lambda run: run[0].rps)
+    rates = [run[0].rps for run in measured]
+    cpus = [run[1] for run in measured]
+    row: dict[str, object] = {
+        "rps": round(best.rps, 1),
+        "p50_ms": round(best.percentile(0.5), 3),
+        "p99_ms": round(best.percentile(0.99), 3),
+        "cpu_ms_per_request": round(best_cpu, 4),
+        "errors": sum(run[0].errors for run in measured),
+        "requests": sum(run[0].requests for run in measured),
+        "rounds": len(measured),
+        "rps_median": round(statistics.median(rates), 1),
+        "rps_min": round(min(rates), 1),
+        "rps_max": round(max(rates), 1),
+        "p50_ms_median": round(statistics.median(run[0].percentile(0.5) for run in measured), 3),
+        "p99_ms_median": round(statistics.median(run[0].percentile(0.99) for run in measured), 3),
+        "cpu_ms_median": round(statistics.median(cpus), 4),
+        "ratio_median": "",
+        "ratio_low": "",
+        "ratio_high": "",
+        "ratio_coverage": "",
+        "cpu_ratio_median": "",
+        "cpu_ratio_low": "",
+        "cpu_ratio_high": "",
+    }
+    if engine is not None:
+        ratio = paired_ratio(rates, [run[0].rps for run in engine])
+        # CPU: the engine's CPU per request over roadkit's (above 1 when roadkit needs less), round by round.
+        cpu_ratio = paired_ratio([run[1] for run in engine], cpus)
+        row.update(
+            ratio_median=round(ratio.median, 4),
+            ratio_low=round(ratio.low, 4),
+            ratio_high=round(ratio.high, 4),
+            ratio_coverage=round(ratio.coverage, 4),
+            cpu_ratio_median=round(cpu_ratio.median, 4),
+            cpu_ratio_low=round(cpu_ratio.low, 4),
+            cpu_ratio_high=round(cpu_ratio.high, 4),
+            _ratio=f"{ratio.text()}; CPU ratio {cpu_ratio.text()}",
+        )
+    return row
 
 
 def write_csv(rows: list[dict[str, object]], path: Path) -> None:
@@ -382,6 +431,12 @@ def write_csv(rows: list[dict[str, object]], path: Path) -> None:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def _figure(row: dict[str, object], name: str, fallback: str) -> float:
+    """A row's figure, or an older CSV's (without the median columns) ``fallback`` one."""
+    value = row.get(name)
+    return float(str(value if value not in (None, "") else row[fallback]))
 
 
 def plot(rows: list[dict[str, object]], path: Path) -> None:
@@ -403,24 +458,35 @@ def plot(rows: list[dict[str, object]], path: Path) -> None:
         for label, points in series.items():
             points.sort(key=lambda r: int(str(r["concurrency"])))
             if not label.startswith("roadkit"):
-                if seen_engine:  # one engine line (it was measured beside each roadkit setting: keep the best)
+                if seen_engine:  # one engine line (measured beside each roadkit setting: the highest median)
                     continue
                 seen_engine = True
                 best: dict[int, dict[str, object]] = {}
                 for r in (r for r in mine if not str(r["server"]).startswith("roadkit")):
                     c = int(str(r["concurrency"]))
-                    if c not in best or float(str(r["rps"])) > float(str(best[c]["rps"])):
+                    if c not in best or _figure(r, "rps_median", "rps") > _figure(best[c], "rps_median", "rps"):
                         best[c] = r
                 points = [best[c] for c in sorted(best)]
             xs = [int(str(r["concurrency"])) for r in points]
             style = "-" if label.startswith("roadkit") else "--"
-            row_axes[0].plot(xs, [float(str(r["rps"])) for r in points], style, marker="o", label=label)
-            line = row_axes[1].plot(xs, [float(str(r["p50_ms"])) for r in points], style, marker="o", label=f"{label} p50")
+            # The median round, the bar from the least to the greatest round.
+            rates = [_figure(r, "rps_median", "rps") for r in points]
+            spread = [
+                [rate - _figure(r, "rps_min", "rps") for rate, r in zip(rates, points, strict=True)],
+                [_figure(r, "rps_max", "rps") - rate for rate, r in zip(rates, points, strict=True)],
+            ]
+            row_axes[0].errorbar(xs, rates, yerr=spread, fmt=style, marker="o", capsize=3, label=label)
+            line = row_axes[1].plot(xs, [_figure(r, "p50_ms_median", "p50_ms") for r in points], style, marker="o", label=f"{label} p50")
             row_axes[1].plot(
-                xs, [float(str(r["p99_ms"])) for r in points], ":", marker="x", color=line[0].get_color(), label=f"{label} p99"
+                xs,
+                [_figure(r, "p99_ms_median", "p99_ms") for r in points],
+                ":",
+                marker="x",
+                color=line[0].get_color(),
+                label=f"{label} p99",
             )
-        row_axes[0].set_title(f"{scenario}: requests/s")
-        row_axes[1].set_title(f"{scenario}: latency (ms)")
+        row_axes[0].set_title(f"{scenario}: requests/s (median round, bar: least to greatest)")
+        row_axes[1].set_title(f"{scenario}: latency of the median round (ms)")
         for ax in row_axes:
             ax.set_xscale("log", base=2)
             ax.set_xlabel("concurrent clients")
@@ -441,8 +507,10 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", nargs="+", default=["1", "2", "auto"], help='roadkit worker processes: numbers or "auto"')
-    parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
-    parser.add_argument("--rounds", type=int, default=2, help="alternated rounds; the best of each is kept")
+    parser.add_argument("--duration", type=float, default=2.0, help="seconds per measurement")
+    parser.add_argument(
+        "--rounds", type=int, default=6, help="alternated rounds: paired ratios per round, their median and its 95 %% interval (6 or more)"
+    )
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument(
         "--http-server", choices=["hypercorn", "uvicorn"], default=None, help="the service's [http] server (default: the service default)"

@@ -2,9 +2,10 @@
 
     python bench/table.py bench/results/sweep-whole-machine.csv [--readme README.md] [--concurrency 16 64]
 
-For each scenario: the engine server's best req/s and roadkit's with each workers setting at the
-chosen concurrency, the ratio of roadkit's best to the engine's against the issue's target, and
-the p50 of both at one client. The table replaces what stands between the README's markers
+For each scenario: the engine server's req/s and roadkit's with each workers setting at the chosen
+concurrency (median rounds), the median of the paired ratios with its interval against the issue's
+target (``common.paired_ratio``), and the p50 of both at one client. An older CSV without paired
+rounds gives the best rounds' table. The table replaces what stands between the README's markers
 ``<!-- bench-table:begin -->`` and ``<!-- bench-table:end -->`` (printed when there are none).
 """
 
@@ -26,9 +27,15 @@ TARGETS = {
 BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
 
 
+def _paired(row: dict[str, str] | None) -> bool:
+    return row is not None and bool(row.get("ratio_median"))
+
+
 def table(rows: list[dict[str, str]], concurrency: int) -> str:
     first = rows[0]
     workers = list(dict.fromkeys(r["workers"] for r in rows if r["server"] == "roadkit"))
+    if all(_paired(r) for r in rows if r["server"] == "roadkit"):
+        return paired_table(rows, concurrency, workers)
     lines = [
         f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
         f"Requests/s at {concurrency} concurrent clients, best of the alternated rounds; p50 at 1 client; "
@@ -71,6 +78,59 @@ def table(rows: list[dict[str, str]], concurrency: int) -> str:
             f"| {scenario} | {engine_best['server']} ({engine_best['workers']}) {float(engine_best['rps']):,.0f} | "
             + " | ".join(cells)
             + f" | **{ratio:.2f}**{verdict} | ≥ {target} | {p50} | {cpu} | {engine_cpu / ours_cpu:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str]) -> str:
+    """The table of a CSV with paired rounds: medians, and the ratio's interval against the target."""
+    first = rows[0]
+    rounds = first.get("rounds", "?")
+    lines = [
+        f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
+        f"{concurrency} concurrent clients, {rounds} alternated rounds per server. Requests/s: the median round. Ratio: "
+        "the median over the rounds of roadkit's req/s over the engine's in the same round, with its distribution-free "
+        "interval (coverage in brackets): ✓ the whole interval at or above the target, ≈ the target inside it (not "
+        "distinguishable at this noise), ✗ below. p50 at 1 client, median rounds. CPU ratio: the engine's CPU time per "
+        "request over roadkit's, round by round (above 1 when roadkit needs less).",
+        "",
+        "| scenario | engine server req/s | "
+        + " | ".join(f"roadkit workers={w} req/s" for w in workers)
+        + " | ratio, workers=auto [interval] | target | p50 engine / roadkit, 1 client (ms)"
+        + " | CPU per request engine / roadkit (ms) | CPU ratio |",
+        "|---|---:|" + "---:|" * len(workers) + "---|---:|---|---|---:|",
+    ]
+    chosen = "auto" if "auto" in workers else workers[-1]
+    for scenario in dict.fromkeys(r["scenario"] for r in rows):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        ours = {
+            w: next((r for r in mine if r["server"] == "roadkit" and r["workers"] == w and int(r["concurrency"]) == concurrency), None)
+            for w in workers
+        }
+        main_row = ours.get(chosen)
+        engine = [r for r in mine if r["server"] != "roadkit" and int(r["concurrency"]) == concurrency]
+        if main_row is None or not engine:
+            continue
+        # The engine was measured beside each roadkit setting: the rounds paired with workers=auto's.
+        position = rows.index(main_row)
+        engine_row = max((r for r in engine if rows.index(r) < position), key=rows.index, default=engine[0])
+        low, median, high = (float(main_row[k]) for k in ("ratio_low", "ratio_median", "ratio_high"))
+        target = TARGETS.get(scenario)
+        verdict = "" if target is None else " ✓" if low >= target else " ✗" if high < target else " ≈"
+        coverage = float(main_row["ratio_coverage"])
+        p50 = ""
+        one_engine = next((r for r in mine if r["server"] != "roadkit" and int(r["concurrency"]) == 1 and rows.index(r) < position), None)
+        one_ours = next((r for r in mine if r["server"] == "roadkit" and r["workers"] == chosen and int(r["concurrency"]) == 1), None)
+        if one_engine and one_ours:
+            e, o = float(one_engine["p50_ms_median"]), float(one_ours["p50_ms_median"])
+            p50 = f"{e:.2f} / {o:.2f} ({o - e:+.2f})"
+        cells = [f"{float(r['rps_median']):,.0f}" if r is not None else "" for r in ours.values()]
+        lines.append(
+            f"| {scenario} | {engine_row['server']} ({engine_row['workers']}) {float(engine_row['rps_median']):,.0f} | "
+            + " | ".join(cells)
+            + f" | **{median:.2f}**{verdict} [{low:.2f}, {high:.2f}] ({coverage:.0%}) | ≥ {target} | {p50}"
+            + f" | {float(engine_row['cpu_ms_median']):.3f} / {float(main_row['cpu_ms_median']):.3f}"
+            + f" | {float(main_row['cpu_ratio_median']):.2f} |"
         )
     return "\n".join(lines)
 

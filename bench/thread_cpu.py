@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import free_port, isochrone_points, load, random_pairs, wait_http
+from common import free_port, isochrone_points, load, paired_ratio, random_pairs, wait_http
 from sweep import CORES, SCENARIOS, engine_command, roadkit_files
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -142,6 +142,7 @@ def main() -> None:
             for who in list(rates)[1:]:
                 pairs = [ours / theirs for ours, theirs in zip(rates[who], rates["valhalla_service"], strict=True)]
                 print(f"{who} / valhalla_service, each round: {' '.join(f'{r:.3f}' for r in pairs)}; median {statistics.median(pairs):.3f}")
+                print(f"    median and its interval: {paired_ratio(rates[who], rates['valhalla_service']).text()}")
         finally:
             for _, process, _ in servers:
                 os.killpg(process.pid, signal.SIGTERM)
