@@ -114,3 +114,5 @@ def bench(session: nox.Session) -> None:
     session.install("aiohttp", "matplotlib", "uvloop", "py-spy")
     env = {"ROADKIT_CACHE": str(ROOT / ".cache")}
     session.run("python", str(ROOT / "bench" / "sweep.py"), *session.posargs, env=env)
+    if not session.posargs:  # the full sweep: the README's table follows its CSV
+        session.run("python", str(ROOT / "bench" / "table.py"), str(ROOT / "bench" / "results" / "sweep-whole-machine.csv"))
