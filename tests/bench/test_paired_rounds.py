@@ -1,0 +1,98 @@
+"""The benchmark's statistics: paired ratios, their median's interval, and the README table's verdict."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[dict[str, ModuleType]]:
+    """bench/common.py, sweep.py and table.py, imported as the scripts import each other."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import common
+        import sweep
+        import table
+
+        yield {"common": common, "sweep": sweep, "table": table}
+    finally:
+        sys.path.remove(str(BENCH))
+        for name in ("common", "sweep", "table"):
+            sys.modules.pop(name, None)
+
+
+def sign_test_coverage(n: int, k: int) -> float:
+    return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+
+
+@pytest.mark.parametrize(
+    ("n", "rank"),
+    # The order statistics of the usual 95 % sign-test tables for the median.
+    [(6, 1), (7, 1), (8, 1), (9, 2), (10, 2), (12, 3), (15, 4), (20, 6)],
+)
+def test_the_interval_is_the_sign_tests(bench: dict[str, ModuleType], n: int, rank: int) -> None:
+    ours = [float(100 + 11 * i % n) for i in range(n)]  # a shuffled 100..100+n-1
+    ratio = bench["common"].paired_ratio(ours, [100.0] * n)
+    ordered = sorted(v / 100 for v in ours)
+    assert (ratio.low, ratio.high) == (ordered[rank - 1], ordered[n - rank])
+    assert ratio.coverage == pytest.approx(sign_test_coverage(n, rank))
+    assert ratio.coverage >= 0.95 > sign_test_coverage(n, rank + 1)
+    assert ratio.median == pytest.approx(sorted(ordered)[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
+    assert ratio.pairs == n
+
+
+def test_few_rounds_give_the_whole_range_and_say_it_covers_less(bench: dict[str, ModuleType]) -> None:
+    ratio = bench["common"].paired_ratio([9.0, 11.0, 10.0, 12.0], [10.0, 10.0, 10.0, 10.0])
+    assert (ratio.low, ratio.high, ratio.median) == (0.9, 1.2, pytest.approx(1.05))
+    assert ratio.coverage == pytest.approx(0.875)
+    assert bench["common"].paired_ratio([5.0], [4.0]).coverage == 0
+
+
+def test_rounds_are_paired_in_order(bench: dict[str, ModuleType]) -> None:
+    # Round by round, roadkit is 10 % faster although its slowest round is slower than the engine's fastest.
+    ratio = bench["common"].paired_ratio([110.0, 220.0, 330.0, 440.0, 550.0, 660.0], [100.0, 200.0, 300.0, 400.0, 500.0, 600.0])
+    assert (ratio.low, ratio.median, ratio.high) == (pytest.approx(1.1),) * 3
+    with pytest.raises(ValueError, match="6 against 5 rounds"):
+        bench["common"].paired_ratio([1.0] * 6, [1.0] * 5)
+
+
+@pytest.mark.parametrize(
+    ("ratios", "verdict"),
+    [([1.01, 1.02, 1.03, 1.04, 1.05, 1.06], "✓"), ([0.97, 0.99, 1.0, 1.01, 1.02, 1.03], "≈"), ([0.9, 0.91, 0.92, 0.95, 0.97, 0.99], "✗")],
+)
+def test_the_verdict_reads_the_interval(bench: dict[str, ModuleType], ratios: list[float], verdict: str) -> None:
+    assert bench["common"].paired_ratio(ratios, [1.0] * len(ratios)).verdict(1.0) == verdict
+
+
+def test_the_readme_table_pairs_roadkit_with_the_engine_rounds_beside_it(bench: dict[str, ModuleType]) -> None:
+    result = bench["common"].Result
+
+    def runs(rates: list[float], cpu: float) -> list[tuple[object, float]]:
+        return [(result("x", int(r * 2), 0, 2.0, [5.0, 6.0, 7.0]), cpu) for r in rates]
+
+    engine_w1, roadkit_w1 = runs([300, 310, 320, 330, 340, 350], 6.0), runs([150, 155, 160, 165, 170, 175], 12.0)
+    engine_auto, roadkit_auto = runs([200, 210, 220, 230, 240, 250], 6.0), runs([208, 214, 229, 235, 250, 256], 5.8)
+    rows = []
+    for workers, engine, ours in (("1", engine_w1, roadkit_w1), ("auto", engine_auto, roadkit_auto)):
+        for who, measured, against in (("valhalla_service", engine, None), ("roadkit", ours, engine)):
+            row = bench["sweep"].summary(measured, against)
+            row.pop("_ratio", None)
+            rows.append(
+                {"date": "d", "machine": "m", "mode": "whole-machine", "scenario": "valhalla-isochrone", "server": who}
+                | {"workers": workers if who == "roadkit" else "2 threads", "concurrency": 16}
+                | {key: str(value) for key, value in row.items()}
+            )
+    text = bench["table"].table(rows, 16)
+    line = next(line for line in text.splitlines() if line.startswith("| valhalla-isochrone"))
+    # The engine's median round beside workers=auto (225), roadkit's (232); the ratio 1.02-1.04 in every round: ✓.
+    assert line.startswith("| valhalla-isochrone | valhalla_service (2 threads) 225 | 162 | 232 | **1.03** ✓ [1.02, 1.04] (97%) | ≥ 1.0")
+    assert "6.000 / 5.800 | 1.03 |" in line
+    assert "6 alternated rounds" in text
