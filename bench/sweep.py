@@ -522,7 +522,7 @@ def main() -> None:
     parser.add_argument(
         "--engine-preload", default=None, metavar="LIBRARY", help="a library preloaded in the engine's server (e.g. the same allocator)"
     )
-    parser.add_argument("--name", default=None, help="results file name (default: sweep-<mode>)")
+    parser.add_argument("--name", default=None, help="results file name (default: sweep-<mode>, sweep-<mode>-quick with --quick)")
     args = parser.parse_args()
     if args.quick:
         args.concurrency, args.workers, args.duration, args.rounds = [1, 16], ["auto"], 3.0, 1
@@ -530,7 +530,8 @@ def main() -> None:
     if args.one_core:
         pin_client()  # whole machine: the load generator shares the cores with the servers, as a user's client would
     rows = sweep(args)
-    name = args.name or f"sweep-{'one-core' if args.one_core else 'whole-machine'}"
+    # A quick sweep never overwrites the full sweep's results (the README's table and plot come from them).
+    name = args.name or f"sweep-{'one-core' if args.one_core else 'whole-machine'}{'-quick' if args.quick else ''}"
     write_csv(rows, RESULTS / f"{name}.csv")
     plot(rows, RESULTS / f"{name}.png")
     print(f"written: {RESULTS / name}.csv and .png (README table: python bench/table.py {RESULTS / name}.csv)")
