@@ -31,22 +31,33 @@ def _paired(row: dict[str, str] | None) -> bool:
     return row is not None and bool(row.get("ratio_median"))
 
 
+def _head(first: dict[str, str], description: str, workers: list[str], ratio: str, ratio_align: str) -> list[str]:
+    """A table's sentence and header: the engine, roadkit for each workers setting, the ratio, the rest."""
+    return [
+        f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
+        + description,
+        "",
+        "| scenario | engine server req/s | "
+        + " | ".join(f"roadkit workers={w} req/s" for w in workers)
+        + f" | {ratio} | target | p50 engine / roadkit, 1 client (ms)"
+        + " | CPU per request engine / roadkit (ms) | CPU ratio |",
+        "|---|---:|" + "---:|" * len(workers) + f"{ratio_align}|---:|---|---|---:|",
+    ]
+
+
 def table(rows: list[dict[str, str]], concurrency: int) -> str:
     first = rows[0]
     workers = list(dict.fromkeys(r["workers"] for r in rows if r["server"] == "roadkit"))
     if all(_paired(r) for r in rows if r["server"] == "roadkit"):
         return paired_table(rows, concurrency, workers)
-    lines = [
-        f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
+    lines = _head(
+        first,
         f"Requests/s at {concurrency} concurrent clients, best of the alternated rounds; p50 at 1 client; "
         "CPU time per request of each server's processes (engine CPU / roadkit CPU: the ratio of two CPU-bound servers).",
-        "",
-        "| scenario | engine server req/s | "
-        + " | ".join(f"roadkit workers={w} req/s" for w in workers)
-        + " | ratio (best) | target | p50 engine / roadkit, 1 client (ms)"
-        + " | CPU per request engine / roadkit (ms) | CPU ratio |",
-        "|---|---:|" + "---:|" * len(workers) + "---:|---:|---|---|---:|",
-    ]
+        workers,
+        "ratio (best)",
+        "---:",
+    )
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == scenario]
         engine = [r for r in mine if r["server"] != "roadkit"]
@@ -86,21 +97,18 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
     """The table of a CSV with paired rounds: medians, and the ratio's interval against the target."""
     first = rows[0]
     rounds = first.get("rounds", "?")
-    lines = [
-        f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
+    chosen = "auto" if "auto" in workers else workers[-1]
+    lines = _head(
+        first,
         f"{concurrency} concurrent clients, {rounds} alternated rounds per server. Requests/s: the median round. Ratio: "
         "the median over the rounds of roadkit's req/s over the engine's in the same round, with its distribution-free "
         "interval (coverage in brackets): ✓ the whole interval at or above the target, ≈ the target inside it (not "
         "distinguishable at this noise), ✗ below. p50 at 1 client, median rounds. CPU ratio: the engine's CPU time per "
         "request over roadkit's, round by round (above 1 when roadkit needs less).",
-        "",
-        "| scenario | engine server req/s | "
-        + " | ".join(f"roadkit workers={w} req/s" for w in workers)
-        + " | ratio, workers=auto [interval] | target | p50 engine / roadkit, 1 client (ms)"
-        + " | CPU per request engine / roadkit (ms) | CPU ratio |",
-        "|---|---:|" + "---:|" * len(workers) + "---|---:|---|---|---:|",
-    ]
-    chosen = "auto" if "auto" in workers else workers[-1]
+        workers,
+        f"ratio, workers={chosen} [interval]",
+        "---",
+    )
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == scenario]
         ours = {
