@@ -361,9 +361,8 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                             engine_runs = runs[(scenario, engine_name, concurrency)]
                             row = summary(measured, engine_runs if who == "roadkit" else None)
                             if who == "roadkit":
-                                print(
-                                    f"{scenario} workers={workers} c={concurrency}: roadkit / {engine_name} {row.pop('_ratio')}", flush=True
-                                )
+                                figures = row.pop("_ratio", "none: no round answered by both")
+                                print(f"{scenario} workers={workers} c={concurrency}: roadkit / {engine_name} {figures}", flush=True)
                             rows.append(
                                 {
                                     "date": stamp,
@@ -408,10 +407,12 @@ def summary(measured: list[tuple[Result, float]], engine: list[tuple[Result, flo
         "cpu_ratio_low": "",
         "cpu_ratio_high": "",
     }
-    if engine is not None:
-        ratio = paired_ratio(rates, [run[0].rps for run in engine])
+    # A round where either server answered nothing (a crash, a port taken) has no ratio: left out.
+    kept = [(ours, theirs) for ours, theirs in zip(measured, engine or [], strict=False) if min(ours[0].rps, theirs[0].rps, ours[1]) > 0]
+    if kept:
+        ratio = paired_ratio([ours[0].rps for ours, _ in kept], [theirs[0].rps for _, theirs in kept])
         # CPU: the engine's CPU per request over roadkit's (above 1 when roadkit needs less), round by round.
-        cpu_ratio = paired_ratio([run[1] for run in engine], cpus)
+        cpu_ratio = paired_ratio([theirs[1] for _, theirs in kept], [ours[1] for ours, _ in kept])
         row.update(
             ratio_median=round(ratio.median, 4),
             ratio_low=round(ratio.low, 4),

@@ -96,3 +96,14 @@ def test_the_readme_table_pairs_roadkit_with_the_engine_rounds_beside_it(bench: 
     assert line.startswith("| valhalla-isochrone | valhalla_service (2 threads) 225 | 162 | 232 | **1.03** ✓ [1.02, 1.04] (97%) | ≥ 1.0")
     assert "6.000 / 5.800 | 1.03 |" in line
     assert "6 alternated rounds" in text
+
+
+def test_a_round_without_answers_has_no_ratio(bench: dict[str, ModuleType]) -> None:
+    result = bench["common"].Result
+    engine = [(result("e", n, 0, 1.0, [1.0]), 1.0) for n in (100, 0, 100, 100, 100, 100, 100)]
+    ours = [(result("r", n, 0, 1.0, [1.0]), 1.0) for n in (110, 110, 0, 110, 110, 110, 110)]
+    row = bench["sweep"].summary(ours, engine)
+    assert (row["ratio_median"], row["ratio_low"], row["ratio_high"]) == (1.1, 1.1, 1.1)
+    assert row["ratio_coverage"] == pytest.approx(0.9375)  # 5 pairs left of 7 rounds: below 95 %
+    nothing = bench["sweep"].summary(ours[2:3], engine[1:2])
+    assert nothing["ratio_median"] == "" and "_ratio" not in nothing
