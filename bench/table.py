@@ -16,6 +16,8 @@ import csv
 import re
 from pathlib import Path
 
+from common import Ratio
+
 #: scenario -> the target ratio roadkit / engine (issue 11)
 TARGETS = {
     "osrm-polyline": 0.5,
@@ -27,8 +29,8 @@ TARGETS = {
 BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
 
 
-def _paired(row: dict[str, str] | None) -> bool:
-    return row is not None and bool(row.get("ratio_median"))
+def _paired(row: dict[str, str]) -> bool:
+    return bool(row.get("ratio_median"))
 
 
 def _head(first: dict[str, str], description: str, workers: list[str], ratio: str, ratio_align: str) -> list[str]:
@@ -119,13 +121,12 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
         engine = [r for r in mine if r["server"] != "roadkit" and int(r["concurrency"]) == concurrency]
         if main_row is None or not engine:
             continue
-        # The engine was measured beside each roadkit setting: the rounds paired with workers=auto's.
+        # The engine was measured beside each roadkit setting: its rounds paired with the chosen setting's.
         position = rows.index(main_row)
         engine_row = max((r for r in engine if rows.index(r) < position), key=rows.index, default=engine[0])
-        low, median, high = (float(main_row[k]) for k in ("ratio_low", "ratio_median", "ratio_high"))
+        ratio = Ratio(*(float(main_row[k]) for k in ("ratio_median", "ratio_low", "ratio_high", "ratio_coverage")), int(main_row["rounds"]))
         target = TARGETS.get(scenario)
-        verdict = "" if target is None else " ✓" if low >= target else " ✗" if high < target else " ≈"
-        coverage = float(main_row["ratio_coverage"])
+        verdict = "" if target is None else f" {ratio.verdict(target)}"
         p50 = ""
         one_engine = next((r for r in mine if r["server"] != "roadkit" and int(r["concurrency"]) == 1 and rows.index(r) < position), None)
         one_ours = next((r for r in mine if r["server"] == "roadkit" and r["workers"] == chosen and int(r["concurrency"]) == 1), None)
@@ -136,7 +137,7 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
         lines.append(
             f"| {scenario} | {engine_row['server']} ({engine_row['workers']}) {float(engine_row['rps_median']):,.0f} | "
             + " | ".join(cells)
-            + f" | **{median:.2f}**{verdict} [{low:.2f}, {high:.2f}] ({coverage:.0%}) | ≥ {target} | {p50}"
+            + f" | **{ratio.median:.2f}**{verdict} [{ratio.low:.2f}, {ratio.high:.2f}] ({ratio.coverage:.0%}) | ≥ {target} | {p50}"
             + f" | {float(engine_row['cpu_ms_median']):.3f} / {float(main_row['cpu_ms_median']):.3f}"
             + f" | {float(main_row['cpu_ratio_median']):.2f} |"
         )
