@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from common import free_port, isochrone_points, load, paired_ratio, random_pairs, wait_http
-from sweep import CORES, SCENARIOS, engine_command, roadkit_files
+from sweep import CORES, SCENARIOS, engine_command, roadkit_files, valhalla_config
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -79,6 +79,9 @@ def main() -> None:
     parser.add_argument(
         "--b-engine-calls", default=None, choices=["threads", "inline"], help="roadkit-b's Valhalla limits.engine_calls (implies roadkit-b)"
     )
+    parser.add_argument(
+        "--ceiling", action="store_true", help="also run bench/ceiling_valhalla.py (the thinnest server on the Actor) in the same rounds"
+    )
     args = parser.parse_args()
     points = isochrone_points(2000) if args.scenario.endswith("isochrone") else random_pairs(2000)  # the sweep's
     engine_path, roadkit_path = SCENARIOS[args.scenario][1], SCENARIOS[args.scenario][2]
@@ -105,6 +108,14 @@ def main() -> None:
             b_env = roadkit_env | dict(item.split("=", 1) for item in args.b_env or [])
             other = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server_b)], env=b_env, **quiet)  # type: ignore[call-overload]
             servers.append(("roadkit-b", other, [f"http://127.0.0.1:{port_b}" + roadkit_path(*p) for p in points]))
+        if args.ceiling:
+            ceiling_port = free_port()
+            ceiling = subprocess.Popen(  # type: ignore[call-overload]
+                [sys.executable, str(Path(__file__).with_name("ceiling_valhalla.py")), str(valhalla_config()), str(ceiling_port)],
+                env=roadkit_env,
+                **quiet,
+            )
+            servers.append(("ceiling", ceiling, [f"http://127.0.0.1:{ceiling_port}" + engine_path(*p) for p in points]))
         rates: dict[str, list[float]] = {who: [] for who, _, _ in servers}
         try:
             wait_http(f"http://127.0.0.1:{engine_port}" + engine_path(*points[0]), 180)
@@ -143,6 +154,8 @@ def main() -> None:
                 pairs = [ours / theirs for ours, theirs in zip(rates[who], rates["valhalla_service"], strict=True)]
                 print(f"{who} / valhalla_service, each round: {' '.join(f'{r:.3f}' for r in pairs)}; median {statistics.median(pairs):.3f}")
                 print(f"    median and its interval: {paired_ratio(rates[who], rates['valhalla_service']).text()}")
+            if args.ceiling:
+                print(f"roadkit / ceiling, median and its interval: {paired_ratio(rates['roadkit'], rates['ceiling']).text()}")
         finally:
             for _, process, _ in servers:
                 os.killpg(process.pid, signal.SIGTERM)
