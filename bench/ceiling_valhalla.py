@@ -1,6 +1,6 @@
 """The thinnest Python HTTP server over the Valhalla Actor: the ceiling of any Python front end.
 
-    python bench/ceiling_valhalla.py <valhalla.json> <port> [--workers N] [--allocator auto]
+    python bench/ceiling_valhalla.py <valhalla.json> <port> [--workers N] [--allocator auto] [--http raw|uvicorn]
 
 Not roadkit, and not for serving: a measuring instrument for ``bench/thread_cpu.py --ceiling``.
 It answers valhalla_service's own requests (``GET /route?json=<body>``, ``GET /isochrone?json=<body>``,
@@ -11,7 +11,8 @@ processes (one per core by default), each with its own ``SO_REUSEPORT`` listenin
 kernel spreads the connections), uvloop, one Actor called on the event loop's thread, and the
 allocator roadkit's workers preload by default. What roadkit does beyond this server is what its
 features cost; what this server does beyond valhalla_service is the most a Python server built on
-the Actor can gain.
+the Actor can gain. ``--http uvicorn`` serves the same answers as an ASGI app under uvicorn (httptools,
+as roadkit's default HTTP server): the difference between the two is what the HTTP server and ASGI cost.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ from roadkit import allocator
 ACTIONS = (b"/route", b"/isochrone")
 
 
+def answer(actor: Any, path: bytes, query: bytes) -> tuple[bytes, bytes]:
+    """(status line, body) for ``GET path?json=query``: the Actor's text, or its refusal."""
+    if path not in ACTIONS or not query:
+        return b"404 Not Found", b'{"error":"GET /route?json= or /isochrone?json="}'
+    try:
+        return b"200 OK", getattr(actor, path[1:].decode())(unquote(query.decode())).encode()
+    except RuntimeError as exc:  # the Actor's refusal (no route, a point off the roads...)
+        return b"400 Bad Request", str(exc).encode()
+
+
 class Ceiling(asyncio.Protocol):
     """HTTP/1.1 keep-alive GET requests without a body, answered in order on the loop's thread."""
 
@@ -46,19 +57,11 @@ class Ceiling(asyncio.Protocol):
         while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
             head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
             path, _, query = head.split(b" ", 2)[1].partition(b"?json=")
-            status, answer = self.answer(path, query)
+            status, body = answer(self.actor, path, query)
             assert self.transport is not None
             self.transport.write(
-                b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(answer) + answer
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
             )
-
-    def answer(self, path: bytes, query: bytes) -> tuple[bytes, bytes]:
-        if path not in ACTIONS or not query:
-            return b"404 Not Found", b'{"error":"GET /route?json= or /isochrone?json="}'
-        try:
-            return b"200 OK", getattr(self.actor, path[1:].decode())(unquote(query.decode())).encode()
-        except RuntimeError as exc:  # the Actor's refusal (no route, a point off the roads...)
-            return b"400 Bad Request", str(exc).encode()
 
 
 def listening_socket(port: int) -> socket.socket:
@@ -71,13 +74,33 @@ def listening_socket(port: int) -> socket.socket:
     return sock
 
 
-def serve(config: Path, port: int) -> None:
+def asgi_app(actor: Any) -> Any:
+    """The same answers as an ASGI app: what uvicorn's HTTP and ASGI layers add to the raw server."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        status, body = answer(actor, scope["path"].encode(), scope["query_string"].partition(b"json=")[2])
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "http.response.start", "status": int(status[:3]), "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+def serve(config: Path, port: int, http: str) -> None:
     import uvloop
     import valhalla
 
     actor = valhalla.Actor(str(config))
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
+    if http == "uvicorn":
+        import uvicorn
+
+        settings = uvicorn.Config(asgi_app(actor), http="httptools", loop="none", lifespan="off", access_log=False, log_level="warning")
+        loop.run_until_complete(uvicorn.Server(settings).serve(sockets=[listening_socket(port)]))
+        return
     loop.run_until_complete(loop.create_server(lambda: Ceiling(actor), sock=listening_socket(port)))
     loop.run_forever()
 
@@ -88,6 +111,7 @@ def main() -> None:
     parser.add_argument("port", type=int)
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--allocator", default="auto", help="as roadkit's workers' setting (default: theirs)")
+    parser.add_argument("--http", default="raw", choices=["raw", "uvicorn"], help="raw: the protocol above; uvicorn: as an ASGI app")
     args = parser.parse_args()
     library = allocator.preload(args.allocator)
     env = allocator.environment(library)
@@ -98,7 +122,7 @@ def main() -> None:
     for _ in range(args.workers):
         pid = os.fork()
         if pid == 0:
-            serve(args.config, args.port)
+            serve(args.config, args.port, args.http)
             os._exit(0)
         children.append(pid)
     for pid in children:

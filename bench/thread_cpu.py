@@ -13,6 +13,12 @@ or around it, which the sweep's CPU per process cannot.
 ``--b-engine-calls inline`` (or ``--b-env NAME=VALUE...``) adds a second roadkit, "roadkit-b", measured
 in the same rounds: two roadkit settings compared on the same machine state. The last lines give each
 roadkit's ratio of requests/s to valhalla_service's, round by round, and their median.
+
+``--ceiling [raw] [uvicorn]`` adds ``bench/ceiling_valhalla.py`` in the same rounds: the thinnest Python
+server on the Actor (valhalla_service's own requests, the Actor's text answered as is, nothing
+checked), run as roadkit's workers run. Its ratio to valhalla_service is the most a Python server on
+the Actor gains here; roadkit's ratio to it is what roadkit's own path costs. ``uvicorn`` adds the same
+answers as an ASGI app under uvicorn ("ceiling-uvicorn"): the HTTP server's and ASGI's share.
 """
 
 from __future__ import annotations
@@ -80,7 +86,11 @@ def main() -> None:
         "--b-engine-calls", default=None, choices=["threads", "inline"], help="roadkit-b's Valhalla limits.engine_calls (implies roadkit-b)"
     )
     parser.add_argument(
-        "--ceiling", action="store_true", help="also run bench/ceiling_valhalla.py (the thinnest server on the Actor) in the same rounds"
+        "--ceiling",
+        nargs="*",
+        default=None,
+        choices=["raw", "uvicorn"],
+        help="also run bench/ceiling_valhalla.py (the thinnest server on the Actor; raw by default) in the same rounds",
     )
     args = parser.parse_args()
     points = isochrone_points(2000) if args.scenario.endswith("isochrone") else random_pairs(2000)  # the sweep's
@@ -108,14 +118,12 @@ def main() -> None:
             b_env = roadkit_env | dict(item.split("=", 1) for item in args.b_env or [])
             other = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server_b)], env=b_env, **quiet)  # type: ignore[call-overload]
             servers.append(("roadkit-b", other, [f"http://127.0.0.1:{port_b}" + roadkit_path(*p) for p in points]))
-        if args.ceiling:
+        for http in args.ceiling or (["raw"] if args.ceiling == [] else []):
             ceiling_port = free_port()
-            ceiling = subprocess.Popen(  # type: ignore[call-overload]
-                [sys.executable, str(Path(__file__).with_name("ceiling_valhalla.py")), str(valhalla_config()), str(ceiling_port)],
-                env=roadkit_env,
-                **quiet,
-            )
-            servers.append(("ceiling", ceiling, [f"http://127.0.0.1:{ceiling_port}" + engine_path(*p) for p in points]))
+            command = [sys.executable, str(Path(__file__).with_name("ceiling_valhalla.py")), str(valhalla_config()), str(ceiling_port)]
+            ceiling = subprocess.Popen([*command, "--http", http], env=roadkit_env, **quiet)  # type: ignore[call-overload]
+            name = "ceiling" if http == "raw" else f"ceiling-{http}"
+            servers.append((name, ceiling, [f"http://127.0.0.1:{ceiling_port}" + engine_path(*p) for p in points]))
         rates: dict[str, list[float]] = {who: [] for who, _, _ in servers}
         try:
             wait_http(f"http://127.0.0.1:{engine_port}" + engine_path(*points[0]), 180)
@@ -154,8 +162,8 @@ def main() -> None:
                 pairs = [ours / theirs for ours, theirs in zip(rates[who], rates["valhalla_service"], strict=True)]
                 print(f"{who} / valhalla_service, each round: {' '.join(f'{r:.3f}' for r in pairs)}; median {statistics.median(pairs):.3f}")
                 print(f"    median and its interval: {paired_ratio(rates[who], rates['valhalla_service']).text()}")
-            if args.ceiling:
-                print(f"roadkit / ceiling, median and its interval: {paired_ratio(rates['roadkit'], rates['ceiling']).text()}")
+            for who in (name for name in rates if name.startswith("ceiling")):
+                print(f"roadkit / {who}, median and its interval: {paired_ratio(rates['roadkit'], rates[who]).text()}")
         finally:
             for _, process, _ in servers:
                 os.killpg(process.pid, signal.SIGTERM)

@@ -31,10 +31,12 @@ ROUTE = {
 }
 
 
-@pytest.fixture(scope="module")
-def ceiling(valhalla_config: Path) -> Iterator[EngineServer]:
+@pytest.fixture(scope="module", params=["raw", "uvicorn"])
+def ceiling(request: pytest.FixtureRequest, valhalla_config: Path) -> Iterator[EngineServer]:
+    """The ceiling server in both forms (its own HTTP protocol, an ASGI app under uvicorn)."""
     port = free_port()
-    server = EngineServer("ceiling", [sys.executable, str(CEILING), str(valhalla_config), str(port), "--workers", "2"], port, "/")
+    command = [sys.executable, str(CEILING), str(valhalla_config), str(port), "--workers", "2", "--http", request.param]
+    server = EngineServer("ceiling", command, port, "/")
     server.start(timeout=120)
     try:
         yield server
