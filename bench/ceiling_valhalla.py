@@ -6,13 +6,14 @@ Not roadkit, and not for serving: a measuring instrument for ``bench/thread_cpu.
 It answers valhalla_service's own requests (``GET /route?json=<body>``, ``GET /isochrone?json=<body>``,
 the sweep's URLs) with the Actor's text as it is (200), or the Actor's error (400), and does
 nothing else: no parameter check, no reading or checking of the answer, no response model, no
-headers but the length. It runs the way roadkit's workers do on the whole machine: ``N`` forked
-processes (one per core by default), each with its own ``SO_REUSEPORT`` listening socket (the
-kernel spreads the connections), uvloop, one Actor called on the event loop's thread, and the
-allocator roadkit's workers preload by default. What roadkit does beyond this server is what its
-features cost; what this server does beyond valhalla_service is the most a Python server built on
-the Actor can gain. ``--http uvicorn`` serves the same answers as an ASGI app under uvicorn (httptools,
-as roadkit's default HTTP server): the difference between the two is what the HTTP server and ASGI cost.
+headers but the length. It runs much as roadkit's workers do on the whole machine: ``N`` forked
+processes (one per core by default), uvloop, one Actor called on the event loop's thread, and the
+allocator roadkit's workers preload by default; unlike them (one shared socket, ``roadkit.accept``),
+each process has its own ``SO_REUSEPORT`` listening socket and the kernel spreads the connections.
+What roadkit does beyond this server is what its features cost; what this server does beyond
+valhalla_service is the most a Python server built on the Actor can gain. ``--http uvicorn`` serves
+the same answers as an ASGI app under uvicorn (httptools, as roadkit's default HTTP server): the
+difference between the two is what the HTTP server and ASGI cost.
 """
 
 from __future__ import annotations
