@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -187,10 +187,12 @@ def roadkit_files(
     http_server: str | None = None,
     allocator: str | None = None,
     engine_calls: str | None = None,
+    limits: Sequence[str] = (),
 ) -> Path:
     """The bench service of one engine family, with ``workers`` child processes (0: same process).
 
-    ``engine_calls``: the Valhalla source's ``limits.engine_calls`` (default: the source's, "threads")."""
+    ``engine_calls``: the Valhalla source's ``limits.engine_calls`` (default: the source's, "threads");
+    ``limits``: more of its ``limits``, as TOML lines (``"batch = 1"``)."""
     for folder in ("sources", "resources"):
         (workdir / folder).mkdir(exist_ok=True)
     if family == "osrm":
@@ -208,6 +210,7 @@ def roadkit_files(
             f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n'
             f"[limits]\nthreads = {threads}\n"
             + (f'engine_calls = "{engine_calls}"\n' if engine_calls else "")
+            + "".join(f"{line}\n" for line in limits)
             + '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
         )
         (workdir / "resources" / "monaco.resource").write_text(

@@ -10,7 +10,7 @@ loop (the thread whose id is the process id) and one engine thread per Actor; va
 its HTTP and ZeroMQ threads and its worker threads. It says whether a difference is in the engine
 or around it, which the sweep's CPU per process cannot.
 
-``--b-engine-calls inline`` (or ``--b-env NAME=VALUE...``) adds a second roadkit, "roadkit-b", measured
+``--b-engine-calls inline`` (or ``--b-limits KEY=VALUE...``, ``--b-env NAME=VALUE...``) adds a second roadkit, "roadkit-b", measured
 in the same rounds: two roadkit settings compared on the same machine state. The last lines give each
 roadkit's ratio of requests/s to valhalla_service's, round by round, and their median.
 
@@ -86,6 +86,9 @@ def main() -> None:
         "--b-engine-calls", default=None, choices=["threads", "inline"], help="roadkit-b's Valhalla limits.engine_calls (implies roadkit-b)"
     )
     parser.add_argument(
+        "--b-limits", nargs="*", default=None, metavar="KEY=VALUE", help="roadkit-b's more Valhalla limits, TOML (implies roadkit-b)"
+    )
+    parser.add_argument(
         "--ceiling",
         nargs="*",
         default=None,
@@ -109,11 +112,18 @@ def main() -> None:
             ("valhalla_service", engine, [f"http://127.0.0.1:{engine_port}" + engine_path(*p) for p in points]),
             ("roadkit", ours, [f"http://127.0.0.1:{port}" + roadkit_path(*p) for p in points]),
         ]
-        if args.b_env is not None or args.b_engine_calls is not None:
+        if args.b_env is not None or args.b_engine_calls is not None or args.b_limits is not None:
             port_b, admin_b = free_port(), free_port()
             (workdir / "roadkit-b").mkdir()
             server_b = roadkit_files(
-                workdir / "roadkit-b", "valhalla", port_b, admin_b, workers="auto", threads=1, engine_calls=args.b_engine_calls
+                workdir / "roadkit-b",
+                "valhalla",
+                port_b,
+                admin_b,
+                workers="auto",
+                threads=1,
+                engine_calls=args.b_engine_calls,
+                limits=args.b_limits or (),
             )
             b_env = roadkit_env | dict(item.split("=", 1) for item in args.b_env or [])
             other = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server_b)], env=b_env, **quiet)  # type: ignore[call-overload]
