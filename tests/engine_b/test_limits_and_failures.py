@@ -176,6 +176,9 @@ async def test_requests_before_connecting_are_a_503(valhalla_example: Path) -> N
         ),
         ({"limits": {"engine_calls": "inline"}}, "needs limits.threads = 1, got no limits.threads (the CPU count)"),
         ({"limits": {"max_response_bytes": "big"}}, "limits.max_response_bytes: expected an integer, got 'big'"),
+        ({"limits": {"batch": 0}}, "limits.batch: expected a positive integer (1: no batches), got 0"),
+        ({"limits": {"batch": "many"}}, "limits.batch: expected an integer, got 'many'"),
+        ({"limits": {"batch_delay_ms": -5}}, "limits.batch_delay_ms: expected milliseconds from 0 to 60000, got -5"),
         ({"limits": {"speed": 3}}, "limits: unknown key(s) speed"),
         ({"projection": "EPSG:2154"}, "projection: Valhalla works in EPSG:4326"),
     ],
@@ -231,8 +234,8 @@ async def test_disconnecting_stops_the_engine_threads_and_refuses_new_calls(valh
 
 
 async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order_on_the_loop_thread(variant: Path) -> None:
-    """``limits.engine_calls = "inline"``: the one Actor called on the event loop's thread, one call per turn of the
-    loop in arrival order; a call whose request gave up while waiting is skipped; the answers are the threads' own."""
+    """``limits.engine_calls = "inline"``: the one Actor called on the event loop's thread, in arrival order;
+    a call whose request gave up while waiting is skipped; the answers are the threads' own."""
     import threading
 
     from roadkit.model import IsochroneRequest
@@ -253,13 +256,13 @@ async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order
     engine = source._engine
     assert isinstance(engine, InlineEngine) and engine.alive() == 1
     called: list[tuple[int, float]] = []
-    run = source._run
+    call = source._call
 
-    def recording(action: str, body: dict[str, Any], *rest: Any) -> Any:
+    def recording(action: str, body: dict[str, Any]) -> str:
         called.append((threading.get_ident(), body["locations"][0]["lon"]))
-        return run(action, body, *rest)
+        return call(action, body)
 
-    source._run = recording  # type: ignore[method-assign]
+    source._call = recording  # type: ignore[method-assign]
     tasks = [asyncio.ensure_future(source.isochrone(r)) for r in requests]
     await asyncio.sleep(0)  # every request has handed its call over
     tasks[3].cancel()  # gave up while waiting: its call is skipped
@@ -283,15 +286,17 @@ async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order
         await source.isochrone(requests[0])
 
 
-async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_the_next_call() -> None:
-    """A connection that arrives during a call is accepted before the calls queued after it (not after them all)."""
+@pytest.mark.parametrize("batch", [1, 8])
+async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_the_next_call(batch: int) -> None:
+    """A connection that arrives during a call is accepted before the calls queued after it (not after them all):
+    it ends a batch."""
     import socket
     import time
 
     from roadkit.accept import Acceptor
     from roadkit.config.models import Listener
     from roadkit.listen import bind_listener
-    from roadkit_valhalla.engine_threads import InlineEngine
+    from roadkit_valhalla.engine_threads import Batching, InlineEngine
 
     sock = bind_listener(Listener(host="127.0.0.1", port=0))
     made: list[asyncio.BaseTransport] = []
@@ -312,7 +317,7 @@ async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_t
         time.sleep(0.01)
         return i
 
-    engine = InlineEngine(object())
+    engine = InlineEngine(object(), Batching(batch, 10.0))
     try:
         assert await asyncio.gather(*(engine.run(call, i) for i in range(4))) == [0, 1, 2, 3]
         assert seen[0] == 0 and seen[1] == 1  # accepted (and its transport made) before the second call

@@ -169,9 +169,8 @@ def test_configuration_problems_name_the_file_and_key(valhalla_example: Path, tm
     path = write_source(valhalla_example, tmp_path, ["valhalla:8002"], limits={"threads": 2}, projection="EPSG:2154")
     with pytest.raises(ConfigurationError, match="projection: Valhalla works in EPSG:4326"):
         ValhallaHttpSource.from_config(read_source(path))
-    path = write_source(
-        valhalla_example, tmp_path, ["valhalla:8002"], limits={"threads": 2, "engine_calls": "inline"}, http={"health_interval": -1}
-    )
+    limits = {"threads": 2, "engine_calls": "inline", "batch": 4}
+    path = write_source(valhalla_example, tmp_path, ["valhalla:8002"], limits=limits, http={"health_interval": -1})
     with pytest.raises(ConfigurationError) as caught:
         ValhallaHttpSource.from_config(read_source(path))
     problems = "\n".join(caught.value.problems)
@@ -179,6 +178,7 @@ def test_configuration_problems_name_the_file_and_key(valhalla_example: Path, tm
     assert "http.health_interval: expected seconds > 0, got -1" in problems
     assert "limits.threads: not used by valhalla-http sources" in problems
     assert "limits.engine_calls: not used by valhalla-http sources (the servers make the calls); remove it" in problems
+    assert "limits.batch: not used by valhalla-http sources (the servers make the calls); remove it" in problems
     path = write_source(valhalla_example, tmp_path, ["http://127.0.0.1:1"], limits={"max_locations": 1})
     with pytest.raises(ConfigurationError, match=r"limits.max_locations: expected an integer >= 2 .*, got 1"):
         ValhallaHttpSource.from_config(read_source(path))

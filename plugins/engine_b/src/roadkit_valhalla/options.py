@@ -71,6 +71,9 @@ class ValhallaLimits:
     ``engine_calls``: ``"threads"`` (the default: the calls run on the engine threads) or
     ``"inline"`` (with ``threads = 1``: the one Actor called on the event loop's thread, in arrival
     order, no thread hand-off; the worker's other requests wait for a call under way);
+    ``batch``: under load, the most waiting calls an engine runs back to back before handing their
+    answers back together (1: none), and ``batch_delay_ms`` the most, about, that an answer waits for the
+    rest of its batch (:class:`roadkit_valhalla.engine_threads.Batching`);
     ``max_response_bytes``: the largest engine answer accepted (Road2's ``maxBuffer``);
     ``nearest_radius``: meters around the point searched by ``nearest``;
     ``max_locations`` (``valhalla-http`` only): the most locations a route takes on the servers (the
@@ -80,6 +83,8 @@ class ValhallaLimits:
 
     threads: int | None = None
     engine_calls: str = "threads"
+    batch: int = 8
+    batch_delay_ms: float = 50.0
     max_response_bytes: int = 5_000_000
     nearest_radius: int = 200
     max_locations: int | None = None
@@ -168,6 +173,10 @@ def _check_limits(path: Path, limits: ValhallaLimits) -> list[str]:
         problems.append(f"{path}: limits.threads: expected a positive integer, got {limits.threads}")
     if limits.engine_calls not in ENGINE_CALLS:
         problems.append(f"{path}: limits.engine_calls: expected one of {', '.join(map(repr, ENGINE_CALLS))}, got {limits.engine_calls!r}")
+    if limits.batch < 1:
+        problems.append(f"{path}: limits.batch: expected a positive integer (1: no batches), got {limits.batch}")
+    if not 0 <= limits.batch_delay_ms <= 60_000:
+        problems.append(f"{path}: limits.batch_delay_ms: expected milliseconds from 0 to 60000, got {limits.batch_delay_ms}")
     if limits.max_response_bytes < 1024:
         problems.append(f"{path}: limits.max_response_bytes: expected at least 1024 bytes, got {limits.max_response_bytes}")
     if limits.nearest_radius < 0:
@@ -234,6 +243,10 @@ def parse_http_options(config: SourceConfig) -> ValhallaHttpOptions:
         problems.append(f"{config.path}: limits.threads: not used by valhalla-http sources (each server has its own threads); remove it")
     if options.limits.engine_calls != "threads":
         problems.append(f"{config.path}: limits.engine_calls: not used by valhalla-http sources (the servers make the calls); remove it")
+    default = ValhallaLimits()
+    for key in ("batch", "batch_delay_ms"):
+        if getattr(options.limits, key) != getattr(default, key):
+            problems.append(f"{config.path}: limits.{key}: not used by valhalla-http sources (the servers make the calls); remove it")
     if problems:
         raise ConfigurationError(problems)
     return options

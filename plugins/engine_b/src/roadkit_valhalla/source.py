@@ -18,7 +18,7 @@ import orjson
 
 from roadkit.contract import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable
 from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
-from roadkit_valhalla.engine_threads import EngineThreads, InlineEngine, current_handle
+from roadkit_valhalla.engine_threads import Batching, EngineThreads, InlineEngine, current_handle
 from roadkit_valhalla.options import ValhallaOptions, parse_options
 
 log = logging.getLogger(__name__)
@@ -111,10 +111,12 @@ class ValhallaSource(ValhallaBase):
             raise
         if self._engine is not None:
             self._engine.close()
-        if self.options.limits.engine_calls == "inline":
-            self._engine = InlineEngine(actors[0])  # parse_options: inline only with limits.threads = 1
+        limits = self.options.limits
+        batching = Batching(limits.batch, limits.batch_delay_ms / 1000.0)
+        if limits.engine_calls == "inline":
+            self._engine = InlineEngine(actors[0], batching)  # parse_options: inline only with limits.threads = 1
         else:
-            self._engine = EngineThreads(actors, f"valhalla-{self.id}")
+            self._engine = EngineThreads(actors, f"valhalla-{self.id}", batching)
         self.state = SourceState.GREEN
         self.reason = ""
 
@@ -140,12 +142,6 @@ class ValhallaSource(ValhallaBase):
             raise too_large(len(answer.encode()), limit, self.id)
         return answer
 
-    def _run(self, action: str, body: dict[str, Any], read: Callable[[Any], Any], read_text: Callable[[str], Any] | None) -> Any:
-        answer = self._call(action, body)
-        if read_text is not None and (result := read_text(answer)) is not None:
-            return result
-        return read(orjson.loads(answer))
-
     async def ask(
         self, action: str, body: dict[str, Any], read: Callable[[Any], T], read_text: Callable[[str], T | None] | None = None
     ) -> T:
@@ -154,7 +150,10 @@ class ValhallaSource(ValhallaBase):
             raise SourceUnavailable(f"source {self.id} is not connected")
         try:
             async with asyncio.timeout(self.timeout):
-                result: T = await engine.run(self._run, action, body, read, read_text)
+                answer = await engine.run(self._call, action, body)
         except TimeoutError:
             raise EngineTimeout(f"The engine of source {self.id} did not answer within {self.timeout:g} s") from None
-        return result
+        # Read here, on the event loop, not on the engine: a batch's answers are read one after the other.
+        if read_text is not None and (result := read_text(answer)) is not None:
+            return result
+        return read(orjson.loads(answer))

@@ -359,11 +359,10 @@ def written_isochrone(answer: str, request: IsochroneRequest) -> IsochroneRespon
 
     Valhalla writes its only contour as ``"geometry":{"coordinates":[[[x,y],...]],"type":"Polygon"}``:
     only those coordinates are parsed, checked by :func:`clean_polygon` as in
-    :func:`isochrone_response`, and written by orjson here, on the engine thread, while they are
-    fresh in its caches. The response inserts that text (:class:`GeoJSONText`) instead of writing
-    each coordinate again on the event loop; it is the same text, byte for byte, that orjson writes
-    for the dict. None for anything else (several values, a MultiPolygon, an unexpected text):
-    :func:`isochrone_response` reads it.
+    :func:`isochrone_response`, and written by orjson here, while they are fresh in the caches. The
+    response inserts that text (:class:`GeoJSONText`) instead of writing each coordinate again; it
+    is the same text, byte for byte, that orjson writes for the dict. None for anything else
+    (several values, a MultiPolygon, an unexpected text): :func:`isochrone_response` reads it.
     """
     if len(request.cost_values) != 1 or answer.count(_GEOMETRY) != 1:
         return None
