@@ -68,6 +68,16 @@ def test_a_batch_ends_when_full_or_when_one_more_call_would_take_its_first_answe
     assert Batching().full(1, first_answered=10.0, last_started=10.0, now=10.0)  # the default: no batches
 
 
+def test_a_batch_counts_its_answers_and_times_from_the_first() -> None:
+    batch = Batching(3, 10.0).start()
+    now = time.monotonic()
+    assert not batch.answer(now) and not batch.answer(now)
+    assert batch.answer(now) and batch.answered == 3  # full at 3
+    late = Batching(8, 0.050).start()
+    assert not late.answer(time.monotonic())
+    assert late.answer(time.monotonic() - 0.060)  # a 60 ms call: one more would take the first answer past 50 ms
+
+
 async def test_the_calls_waiting_behind_a_busy_engine_run_back_to_back_and_come_back_in_one_wake_up(handed_back: list[int]) -> None:
     engine = EngineThreads([object()], "batch", Batching(8, 10.0))
     answers, threads = await _behind_a_busy_engine(engine, 5)

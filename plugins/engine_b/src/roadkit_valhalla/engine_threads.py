@@ -77,6 +77,29 @@ class Batching:
         one more call as long as the last would take the first answer past the delay."""
         return answered >= self.batch or (now - first_answered) + (now - last_started) > self.delay
 
+    def start(self) -> _Batch:
+        """A new batch, which counts its calls and their times."""
+        return _Batch(self)
+
+
+class _Batch:
+    """The calls of one batch: how many have been answered, and when the first was."""
+
+    __slots__ = ("_batching", "_first_answered", "answered")
+
+    def __init__(self, batching: Batching) -> None:
+        self._batching = batching
+        self.answered = 0
+        self._first_answered = 0.0
+
+    def answer(self, started: float) -> bool:
+        """Count a call started at ``started`` and just answered: whether the batch is now full."""
+        now = time.monotonic()
+        self.answered += 1
+        if self.answered == 1:
+            self._first_answered = now
+        return self._batching.full(self.answered, self._first_answered, started, now)
+
 
 class EngineThreads:
     """Threads that each own one engine handle (an Actor) and run the calls handed to :meth:`run`.
@@ -118,20 +141,16 @@ class EngineThreads:
     def _batch(self, job: _Job) -> tuple[dict[asyncio.AbstractEventLoop, list[_Answer]], bool]:
         """Run ``job`` and the calls waiting after it while the batch lasts: (answers by loop, whether to stop)."""
         answers: dict[asyncio.AbstractEventLoop, list[_Answer]] = {}
-        answered = 0
-        first_answered = 0.0
+        batch = self._batching.start()
         while True:
             loop, future, fn, args = job
             if not future.done():  # else the request gave up while waiting: nobody reads this answer
                 started = time.monotonic()
                 result, error = _called(fn, args)
                 answers.setdefault(loop, []).append((future, result, error))
-                now = time.monotonic()
-                answered += 1
-                if answered == 1:
-                    first_answered = now
+                full = batch.answer(started)
                 # Another thread is free: it takes the next call, and these answers go back now.
-                if self._free or self._batching.full(answered, first_answered, started, now):
+                if full or self._free:
                     return answers, False
             try:
                 next_job = self._jobs.get_nowait()
@@ -199,8 +218,7 @@ class InlineEngine:
             return
         self._accept_turns = 0
         _local.handle = self._handle
-        answered = 0
-        first_answered = 0.0
+        batch = self._batching.start()
         while waiting:
             future, fn, args = waiting.popleft()
             if future.done():  # the request gave up while waiting: nobody reads this answer
@@ -212,11 +230,7 @@ class InlineEngine:
                 future.set_exception(error)
             else:
                 future.set_result(result)
-            now = time.monotonic()
-            answered += 1
-            if answered == 1:
-                first_answered = now
-            if self._batching.full(answered, first_answered, started, now) or (waiting and connection_waiting()):
+            if batch.answer(started) or (waiting and connection_waiting()):
                 break
         if waiting:
             # After the answered requests' wake-ups, and after the loop's next look at its sockets.
