@@ -192,7 +192,7 @@ def roadkit_files(
     """The bench service of one engine family, with ``workers`` child processes (0: same process).
 
     ``engine_calls``: the Valhalla source's ``limits.engine_calls`` (default: the source's, "threads");
-    ``limits``: more of its ``limits``, as TOML lines (``"batch = 1"``)."""
+    ``limits``: more of its ``limits``, as TOML lines (``"batch = 1"``; a ``threads`` line replaces ``threads``)."""
     for folder in ("sources", "resources"):
         (workdir / folder).mkdir(exist_ok=True)
     if family == "osrm":
@@ -208,7 +208,8 @@ def roadkit_files(
     else:
         (workdir / "sources" / "valhalla.source").write_text(
             f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n'
-            f"[limits]\nthreads = {threads}\n"
+            "[limits]\n"
+            + ("" if any(line.split("=")[0].strip() == "threads" for line in limits) else f"threads = {threads}\n")
             + (f'engine_calls = "{engine_calls}"\n' if engine_calls else "")
             + "".join(f"{line}\n" for line in limits)
             + '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
