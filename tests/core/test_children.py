@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -150,6 +151,9 @@ async def test_a_child_process_service_answers_like_an_in_process_one(running: t
     assert described["mode"] == "child-process" and described["workers"] == 2 and described["lifecycle"] == "ready"
     workers = [p["pid"] for p in described["processes"]]
     assert len(set(workers)) == 2 and os.getpid() not in workers
+    for pid in workers:  # each worker knows it is one of 2 (its engines' default share of the cores)
+        spec = json.loads(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2])
+        assert spec["workers"] == 2 and spec["worker"] in (0, 1)
     assert described["starts"] == 1 and described["processStarts"] == 2 and described["lastExit"] is None
     assert (await client.get(f"{example.admin}/services")).json()[0]["processes"] == described["processes"]
     projection = await client.get(f"{example.admin}/services/main/projections/EPSG:4326")

@@ -56,6 +56,33 @@ def test_actors_are_created_once_per_engine_thread_and_reused(variant: Path, mon
     assert service.sources["monaco-valhalla"].threads() == 2
 
 
+@pytest.mark.parametrize(("workers", "threads", "expected"), [(1, None, 4), (2, None, 2), (3, None, 1), (8, None, 1), (2, 3, 3)])
+async def test_a_workers_engine_threads_default_to_its_share_of_the_cores(
+    variant: Path, monkeypatch: pytest.MonkeyPatch, workers: int, threads: int | None, expected: int
+) -> None:
+    """A worker of ``workers`` processes on a 4-core machine: as many engine threads in all as cores."""
+    import socket
+
+    from roadkit.config import models
+    from roadkit.worker_main import Worker
+
+    monkeypatch.setattr(models, "usable_cores", lambda: 4)
+    monkeypatch.setattr(models, "_worker_processes", 1)  # the test process's own, restored after
+    if threads is not None:
+        edit_source(variant, limits={"threads": threads})
+    listener = socket.create_server(("127.0.0.1", 0))
+    spec = {"service": "main", "worker": 0, "workers": workers, "configuration": str(variant / "service.toml")}
+    worker = Worker({**spec, "listeners": {"127.0.0.1:8080": listener.fileno()}})
+    try:
+        await worker._start()
+        source = worker.service.sources["monaco-valhalla"]
+        assert source.threads() == expected and source._engine.alive() == expected
+        assert models.cores_per_worker() == max(1, 4 // workers)
+    finally:
+        await worker._stop()
+        listener.close()
+
+
 async def test_concurrent_requests_on_the_pool_answer_like_sequential_ones(valhalla_example: Path) -> None:
     source = ValhallaSource.from_config(read_source(valhalla_example / "sources" / "monaco-valhalla.source"))
     await source.connect()
@@ -174,7 +201,7 @@ async def test_requests_before_connecting_are_a_503(valhalla_example: Path) -> N
             {"limits": {"engine_calls": "inline", "threads": 2}},
             'limits.engine_calls: "inline" calls one Actor on the event loop\'s thread and needs limits.threads = 1, got 2',
         ),
-        ({"limits": {"engine_calls": "inline"}}, "needs limits.threads = 1, got no limits.threads (the CPU count)"),
+        ({"limits": {"engine_calls": "inline"}}, "needs limits.threads = 1, got no limits.threads (a share of the cores)"),
         ({"limits": {"max_response_bytes": "big"}}, "limits.max_response_bytes: expected an integer, got 'big'"),
         ({"limits": {"batch": 0}}, "limits.batch: expected a positive integer (1: no batches), got 0"),
         ({"limits": {"batch": "many"}}, "limits.batch: expected an integer, got 'many'"),

@@ -122,6 +122,7 @@ class WorkerProcess:
         spec = {
             "service": self.owner.id,
             "worker": self.index,
+            "workers": self.owner.worker_count,
             "configuration": str(managed.configuration),
             "cors": str(self.owner.cors) if self.owner.cors else None,
             "channel": theirs.fileno(),

@@ -16,7 +16,7 @@ from roadkit.api import Api, JSONResponse, ScopeRoute, base_url, error_response,
 from roadkit.cli import Command
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
-from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
+from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig, cores_per_worker
 from roadkit.docs import docs_routes
 from roadkit.errors import (
     BadRequest,
@@ -115,6 +115,7 @@ __all__ = [
     "UnsupportedOperation",
     "base_url",
     "connection_waiting",
+    "cores_per_worker",
     "decimal_pattern",
     "docs_routes",
     "error_response",

@@ -77,10 +77,13 @@ class Worker:
     async def _start(self) -> None:
         from roadkit.app import create_app
         from roadkit.config import load_service
+        from roadkit.config.models import set_worker_processes
         from roadkit.listen import SocketServer
         from roadkit.plugins import Plugins
         from roadkit.service import Service
 
+        # Before the sources exist: their engines' default threads are this process's share of the cores.
+        set_worker_processes(int(self.spec.get("workers") or 1))
         cors = self.spec.get("cors")
         config = load_service(self.spec["configuration"], cors=Path(cors) if cors else None)
         fds: dict[str, int] = self.spec["listeners"]

@@ -9,13 +9,12 @@ source file has ``http`` (the valhalla_service servers) instead of ``storage`` a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
-from roadkit.contract import ConfigurationError, HttpSettings, SourceConfig, resolve, structure
+from roadkit.contract import ConfigurationError, HttpSettings, SourceConfig, cores_per_worker, resolve, structure
 
 COSTINGS = frozenset({"auto", "bicycle", "bus", "taxi", "truck", "motor_scooter", "motorcycle", "pedestrian", "multimodal", "bikeshare"})
 WALKING_COSTINGS = frozenset({"pedestrian", "multimodal"})
@@ -67,7 +66,8 @@ ENGINE_CALLS = ("threads", "inline")
 class ValhallaLimits:
     """Request-time limits of the source.
 
-    ``threads``: engine threads, each with its own Actor (default: the CPU count);
+    ``threads``: engine threads, each with its own Actor (default: the usable cores over the
+    service's worker processes, at least 1: :func:`roadkit.contract.cores_per_worker`);
     ``engine_calls``: ``"threads"`` (the default: the calls run on the engine threads) or
     ``"inline"`` (with ``threads = 1``: the one Actor called on the event loop's thread, in arrival
     order, no thread hand-off; the worker's other requests wait for a call under way);
@@ -119,7 +119,7 @@ class ValhallaOptions:
 
     @property
     def threads(self) -> int:
-        return self.limits.threads or max(1, os.cpu_count() or 1)
+        return self.limits.threads or cores_per_worker()
 
 
 def _from_road2(data: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +205,7 @@ def parse_options(config: SourceConfig) -> ValhallaOptions:
     if options.limits.engine_calls == "inline" and options.limits.threads != 1:
         problems.append(
             f'{config.path}: limits.engine_calls: "inline" calls one Actor on the event loop\'s thread and needs limits.threads = 1,'
-            f" got {'no limits.threads (the CPU count)' if options.limits.threads is None else options.limits.threads}"
+            f" got {'no limits.threads (a share of the cores)' if options.limits.threads is None else options.limits.threads}"
         )
     if problems:
         raise ConfigurationError(problems)
