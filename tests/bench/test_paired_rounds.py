@@ -19,13 +19,14 @@ def bench() -> Iterator[dict[str, ModuleType]]:
     sys.path.insert(0, str(BENCH))
     try:
         import common
+        import pool_rounds
         import sweep
         import table
 
-        yield {"common": common, "sweep": sweep, "table": table}
+        yield {"common": common, "sweep": sweep, "table": table, "pool_rounds": pool_rounds}
     finally:
         sys.path.remove(str(BENCH))
-        for name in ("common", "sweep", "table"):
+        for name in ("common", "sweep", "table", "pool_rounds"):
             sys.modules.pop(name, None)
 
 
@@ -107,3 +108,18 @@ def test_a_round_without_answers_has_no_ratio(bench: dict[str, ModuleType]) -> N
     assert row["ratio_coverage"] == pytest.approx(0.9375)  # 5 pairs left of 7 rounds: below 95 %
     nothing = bench["sweep"].summary(ours[2:3], engine[1:2])
     assert nothing["ratio_median"] == "" and "_ratio" not in nothing
+
+
+def test_the_rounds_of_several_runs_are_pooled_by_server(bench: dict[str, ModuleType]) -> None:
+    run = (
+        "roadkit                    203.6 req/s  p50   62.86 ms\n"
+        "roadkit / valhalla_service, each round: 1.019 1.140 0.984; median 1.019\n"
+        "    median and its interval: 1.019 [0.984, 1.140] (75%, 3 rounds)\n"
+        "roadkit-b / valhalla_service, each round: 0.9 1.2; median 1.050\n"
+        "roadkit / ceiling, median and its interval: 0.902 [0.877, 0.994] (96%, 20 rounds)\n"
+    )
+    other = "roadkit / valhalla_service, each round: 1.1 0.95; median 1.025\n"
+    pooled = bench["pool_rounds"].pooled([run, other, "no rounds here"])
+    assert pooled == {"roadkit": [1.019, 1.140, 0.984, 1.1, 0.95], "roadkit-b": [0.9, 1.2]}
+    ratio = bench["common"].paired_ratio(pooled["roadkit"], [1.0] * 5)
+    assert ratio.median == 1.019 and ratio.pairs == 5
