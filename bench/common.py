@@ -95,11 +95,11 @@ class Result:
 
 @dataclass(frozen=True)
 class Ratio:
-    """The median of paired ratios (roadkit / engine, one pair per alternated round) and a
-    distribution-free confidence interval for it: two order statistics of the sorted ratios, chosen
-    by the sign test (no assumption on the noise's shape), the narrowest pair whose coverage is at
-    least 95 %. Fewer than 6 pairs cannot reach 95 %: the interval is then the least to the
-    greatest ratio, and ``coverage`` says how much less it covers (88 % with 4, 0 with 1)."""
+    """The median of paired figures (roadkit / engine, or roadkit - engine, one pair per alternated
+    round) and a distribution-free confidence interval for it: two order statistics of the sorted
+    figures, chosen by the sign test (no assumption on the noise's shape), the narrowest pair whose
+    coverage is at least 95 %. Fewer than 6 pairs cannot reach 95 %: the interval is then the least
+    to the greatest figure, and ``coverage`` says how much less it covers (88 % with 4, 0 with 1)."""
 
     median: float
     low: float
@@ -116,12 +116,30 @@ class Ratio:
             return "✓"
         return "✗" if self.high < target else "≈"
 
+    def verdict_at_most(self, limit: float) -> str:
+        """✓ when the whole interval is at or below ``limit`` (a p50 overhead), ✗ when it is all above, ≈ when it holds it."""
+        if self.high <= limit:
+            return "✓"
+        return "✗" if self.low > limit else "≈"
+
 
 def paired_ratio(ours: list[float], theirs: list[float]) -> Ratio:
     """:class:`Ratio` of ``ours[i] / theirs[i]`` over the rounds (same length, positive values)."""
     if not ours or len(ours) != len(theirs):
         raise ValueError(f"paired_ratio: {len(ours)} against {len(theirs)} rounds")
-    ratios = sorted(a / b for a, b in zip(ours, theirs, strict=True))
+    return median_interval([a / b for a, b in zip(ours, theirs, strict=True)])
+
+
+def paired_difference(ours: list[float], theirs: list[float]) -> Ratio:
+    """:class:`Ratio` of ``ours[i] - theirs[i]`` over the rounds (same length): a p50 overhead, round by round."""
+    if not ours or len(ours) != len(theirs):
+        raise ValueError(f"paired_difference: {len(ours)} against {len(theirs)} rounds")
+    return median_interval([a - b for a, b in zip(ours, theirs, strict=True)])
+
+
+def median_interval(figures: list[float]) -> Ratio:
+    """The median of ``figures`` (one per round) and its sign-test interval (see :class:`Ratio`)."""
+    ratios = sorted(figures)
     n = len(ratios)
     # The interval [x(k), x(n-k+1)] misses the median with probability 2 * P(Binomial(n, 1/2) <= k - 1).
     k, coverage = 1, 1.0 - 2.0 * 0.5**n

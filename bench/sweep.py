@@ -10,8 +10,9 @@ the load generator to the others.
 
 Rounds alternate the engine and roadkit at each concurrency, so both see the machine's noise. Each
 round gives a ratio (roadkit's req/s over the engine's in that round, and the engine's CPU time per
-request over roadkit's); the CSV keeps their median and a distribution-free 95 % interval for it
-(``common.paired_ratio``: 6 rounds or more), the median and extreme rounds of each server, and the
+request over roadkit's, and roadkit's p50 minus the engine's); the CSV keeps their median and a
+distribution-free 95 % interval for it (``common.paired_ratio`` and ``paired_difference``: 6
+rounds or more), the median and extreme rounds of each server, and the
 best round as before. On a noisy machine the best round is a lottery and one pair says little: the
 interval says whether a ratio is above, below or not distinguishable from a target. Results:
 ``bench/results/<name>.csv`` and ``.png``; ``bench/table.py`` writes the README's table from the CSV.
@@ -40,6 +41,7 @@ from common import (
     free_port,
     isochrone_points,
     load,
+    paired_difference,
     paired_ratio,
     pin_client,
     pin_server,
@@ -410,6 +412,9 @@ def summary(measured: list[tuple[Result, float]], engine: list[tuple[Result, flo
         "cpu_ratio_median": "",
         "cpu_ratio_low": "",
         "cpu_ratio_high": "",
+        "p50_diff_median": "",
+        "p50_diff_low": "",
+        "p50_diff_high": "",
     }
     # A round where either server answered nothing (a crash, a port taken) has no ratio: left out.
     kept = [(ours, theirs) for ours, theirs in zip(measured, engine or [], strict=False) if min(ours[0].rps, theirs[0].rps, ours[1]) > 0]
@@ -417,6 +422,8 @@ def summary(measured: list[tuple[Result, float]], engine: list[tuple[Result, flo
         ratio = paired_ratio([ours[0].rps for ours, _ in kept], [theirs[0].rps for _, theirs in kept])
         # CPU: the engine's CPU per request over roadkit's (above 1 when roadkit needs less), round by round.
         cpu_ratio = paired_ratio([theirs[1] for _, theirs in kept], [ours[1] for ours, _ in kept])
+        # p50: roadkit's minus the engine's in the same round (the overhead a client sees), in ms.
+        p50 = paired_difference([ours[0].percentile(0.5) for ours, _ in kept], [theirs[0].percentile(0.5) for _, theirs in kept])
         row.update(
             ratio_median=round(ratio.median, 4),
             ratio_low=round(ratio.low, 4),
@@ -425,7 +432,10 @@ def summary(measured: list[tuple[Result, float]], engine: list[tuple[Result, flo
             cpu_ratio_median=round(cpu_ratio.median, 4),
             cpu_ratio_low=round(cpu_ratio.low, 4),
             cpu_ratio_high=round(cpu_ratio.high, 4),
-            _ratio=f"{ratio.text()}; CPU ratio {cpu_ratio.text()}",
+            p50_diff_median=round(p50.median, 3),
+            p50_diff_low=round(p50.low, 3),
+            p50_diff_high=round(p50.high, 3),
+            _ratio=f"{ratio.text()}; CPU ratio {cpu_ratio.text()}; p50 difference (ms) {p50.text()}",
         )
     return row
 

@@ -26,6 +26,8 @@ TARGETS = {
     "valhalla-route": 1.0,
     "valhalla-isochrone": 1.0,
 }
+#: scenario -> the most p50 overhead at one client, in ms (issue 11: OSRM routes through the simple API)
+P50_LIMITS = {"osrm-polyline": 0.5, "osrm-geojson-steps": 0.5}
 BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
 
 
@@ -105,7 +107,9 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
         f"{concurrency} concurrent clients, {rounds} alternated rounds per server. Requests/s: the median round. Ratio: "
         "the median over the rounds of roadkit's req/s over the engine's in the same round, with its distribution-free "
         "interval (coverage in brackets): ✓ the whole interval at or above the target, ≈ the target inside it (not "
-        "distinguishable at this noise), ✗ below. p50 at 1 client, median rounds. CPU ratio: the engine's CPU time per "
+        "distinguishable at this noise), ✗ below. p50 at 1 client, median rounds; in brackets roadkit's minus the "
+        "engine's, the median over the rounds and its interval (✓ at most 0.5 ms in the whole interval for OSRM routes). "
+        "CPU ratio: the engine's CPU time per "
         "request over roadkit's, round by round (above 1 when roadkit needs less).",
         workers,
         f"ratio, workers={chosen} [interval]",
@@ -133,6 +137,12 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
         if one_engine and one_ours:
             e, o = float(one_engine["p50_ms_median"]), float(one_ours["p50_ms_median"])
             p50 = f"{e:.2f} / {o:.2f} ({o - e:+.2f})"
+            if one_ours.get("p50_diff_median"):  # the rounds' paired differences and their interval
+                figures = (float(one_ours[k]) for k in ("p50_diff_median", "p50_diff_low", "p50_diff_high"))
+                diff = Ratio(*figures, 0.0, int(one_ours["rounds"]))
+                limit = P50_LIMITS.get(scenario)
+                mark = "" if limit is None else f" {diff.verdict_at_most(limit)}"
+                p50 = f"{e:.2f} / {o:.2f} ({diff.median:+.2f}{mark} [{diff.low:+.2f}, {diff.high:+.2f}])"
         cells = [f"{float(r['rps_median']):,.0f}" if r is not None else "" for r in ours.values()]
         lines.append(
             f"| {scenario} | {engine_row['server']} ({engine_row['workers']}) {float(engine_row['rps_median']):,.0f} | "

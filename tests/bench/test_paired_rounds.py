@@ -123,3 +123,37 @@ def test_the_rounds_of_several_runs_are_pooled_by_server(bench: dict[str, Module
     assert pooled == {"roadkit": [1.019, 1.140, 0.984, 1.1, 0.95], "roadkit-b": [0.9, 1.2]}
     ratio = bench["common"].paired_ratio(pooled["roadkit"], [1.0] * 5)
     assert ratio.median == 1.019 and ratio.pairs == 5
+
+
+def test_the_p50_overhead_is_the_median_of_the_rounds_differences(bench: dict[str, ModuleType]) -> None:
+    difference = bench["common"].paired_difference([1.3, 1.1, 1.6, 1.25, 1.4, 1.3], [1.0, 0.9, 1.0, 0.95, 1.0, 1.0])
+    assert (difference.low, difference.high) == (pytest.approx(0.2), pytest.approx(0.6))
+    assert difference.median == pytest.approx(0.3)
+    assert difference.verdict_at_most(0.5) == "≈"
+    assert difference.verdict_at_most(0.61) == "✓"
+    assert difference.verdict_at_most(0.1) == "✗"
+    with pytest.raises(ValueError, match="3 against 2 rounds"):
+        bench["common"].paired_difference([1.0] * 3, [1.0] * 2)
+
+
+def test_the_readme_table_gives_the_p50_overhead_of_the_paired_rounds(bench: dict[str, ModuleType]) -> None:
+    result = bench["common"].Result
+
+    def runs(rate: float, p50s: list[float]) -> list[tuple[object, float]]:
+        return [(result("x", int(rate), 0, 1.0, [p50]), 1.0) for p50 in p50s]
+
+    rows = []
+    one_client = ([1.0, 0.9, 1.0, 0.95, 1.0, 1.0], [1.3, 1.1, 1.6, 1.25, 1.4, 1.3])
+    for concurrency, (engine_p50, ours_p50) in ((1, one_client), (16, ([9.0] * 6, [9.0] * 6))):  # the sweep's order
+        engine, ours = runs(1000, engine_p50), runs(700, ours_p50)
+        for who, measured, against in (("osrm-routed", engine, None), ("roadkit", ours, engine)):
+            row = bench["sweep"].summary(measured, against)
+            row.pop("_ratio", None)
+            rows.append(
+                {"date": "d", "machine": "m", "mode": "whole-machine", "scenario": "osrm-geojson-steps", "server": who}
+                | {"workers": "auto" if who == "roadkit" else "2 threads", "concurrency": concurrency}
+                | {key: str(value) for key, value in row.items()}
+            )
+    line = next(line for line in bench["table"].table(rows, 16).splitlines() if line.startswith("| osrm-geojson-steps"))
+    # Median rounds 1.00 / 1.30; the rounds' differences 0.3 in the median, [0.2, 0.6]: 0.5 ms is inside.
+    assert "| 1.00 / 1.30 (+0.30 ≈ [+0.20, +0.60]) |" in line
