@@ -139,8 +139,8 @@ def paired_difference(ours: list[float], theirs: list[float]) -> Ratio:
 
 def median_interval(figures: list[float]) -> Ratio:
     """The median of ``figures`` (one per round) and its sign-test interval (see :class:`Ratio`)."""
-    ratios = sorted(figures)
-    n = len(ratios)
+    ordered = sorted(figures)
+    n = len(ordered)
     # The interval [x(k), x(n-k+1)] misses the median with probability 2 * P(Binomial(n, 1/2) <= k - 1).
     k, coverage = 1, 1.0 - 2.0 * 0.5**n
     while k + 1 <= (n + 1) // 2:
@@ -148,7 +148,7 @@ def median_interval(figures: list[float]) -> Ratio:
         if candidate < 0.95:
             break
         k, coverage = k + 1, candidate
-    return Ratio(statistics.median(ratios), ratios[k - 1], ratios[n - k], coverage, n)
+    return Ratio(statistics.median(ordered), ordered[k - 1], ordered[n - k], coverage, n)
 
 
 class _Connection:

@@ -139,7 +139,7 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
             p50 = f"{e:.2f} / {o:.2f} ({o - e:+.2f})"
             if one_ours.get("p50_diff_median"):  # the rounds' paired differences and their interval
                 figures = (float(one_ours[k]) for k in ("p50_diff_median", "p50_diff_low", "p50_diff_high"))
-                diff = Ratio(*figures, 0.0, int(one_ours["rounds"]))
+                diff = Ratio(*figures, float(one_ours["ratio_coverage"]), int(one_ours["rounds"]))  # the same rounds
                 limit = P50_LIMITS.get(scenario)
                 mark = "" if limit is None else f" {diff.verdict_at_most(limit)}"
                 p50 = f"{e:.2f} / {o:.2f} ({diff.median:+.2f}{mark} [{diff.low:+.2f}, {diff.high:+.2f}])"
