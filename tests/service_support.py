@@ -8,7 +8,7 @@ from pathlib import Path
 from roadkit.config.loader import load_service
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.service import Service
+from roadkit.serving.service import Service
 
 
 def start_problems(service_file: Path) -> list[str]:

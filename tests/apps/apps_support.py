@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from roadkit.pgcluster import private_cluster
 from roadkit_deviam import create_app
 from roadkit_deviam.testing import iam_test_config
+from roadkit_support.pgcluster import private_cluster
 from roadkit_support.serving import ServerThread, bound_socket
 
 APP_URL = "http://app.test:8182"
@@ -68,7 +68,7 @@ def http() -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
-    """A private PostgreSQL cluster (``roadkit.pgcluster``: initdb in a temporary folder, a free port); yields a DSN."""
+    """A private PostgreSQL cluster (``roadkit_support.pgcluster``: initdb in a temporary folder, a free port); yields a DSN."""
     with private_cluster() as cluster:
         yield cluster.create_database("roadkit")
 

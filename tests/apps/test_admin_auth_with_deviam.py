@@ -7,10 +7,10 @@ from pathlib import Path
 
 import httpx
 
-from roadkit.administrator import Administrator
 from roadkit.apis.admin import create_admin_app
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
+from roadkit.server import administrator
 from roadkit_deviam.config import example_mapping
 from tests.core.conftest import make_service, write
 
@@ -45,7 +45,7 @@ configuration = "service.toml"
 mode = "same-process"
 """,
         )
-        admin = Administrator(load_server(path), Plugins.create(load_entry_points=False))
+        admin = administrator(load_server(path), Plugins.create(load_entry_points=False))
     except BaseException:
         server.stop()
         raise

@@ -13,9 +13,9 @@ import attrs
 import pytest
 
 from roadkit import hookimpl
-from roadkit.model import Cost, NearestPoint, NearestRequest, NearestResponse, Portion, RouteRequest, RouteResponse
 from roadkit.plugins import Plugins
-from roadkit.source import Source, SourceState
+from roadkit.routing.model import Cost, NearestPoint, NearestRequest, NearestResponse, Portion, RouteRequest, RouteResponse
+from roadkit.routing.source import Source, SourceState
 
 
 @attrs.frozen

@@ -1,7 +1,7 @@
-"""The workers' acceptor (roadkit.accept): one connection at a time, left to a less loaded worker for a moment.
+"""The workers' acceptor (roadkit.process.accept): one connection at a time, left to a less loaded worker for a moment.
 
 On asyncio's loop and on uvloop's (the workers' loop), with real sockets; and the connections it
-hands to either HTTP server (roadkit.listen.SocketServer) close when their client closes them.
+hands to either HTTP server (roadkit.process.listen.SocketServer) close when their client closes them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from roadkit.accept import NOT_ACCEPTING, Acceptor, ConnectionTable, Share, connection_waiting
 from roadkit.config.models import Listener
-from roadkit.listen import SocketServer, bind_listener
+from roadkit.process.accept import NOT_ACCEPTING, Acceptor, ConnectionTable, Share, connection_waiting
+from roadkit.process.listen import SocketServer, bind_listener
 from tests.core.test_children import _self_signed
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}

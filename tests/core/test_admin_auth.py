@@ -21,13 +21,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from roadkit.administrator import Administrator
 from roadkit.apis.admin import create_admin_app
 from roadkit.auth.tokens import add_token
 from roadkit.cli import main as roadkit_main
 from roadkit.config import load_server
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
+from roadkit.process.administrator import Administrator
+from roadkit.server import administrator
 from roadkit_support.serving import ServerThread, bound_socket
 from tests.core.conftest import make_service, write
 from tests.core.test_publication import SOURCE_A
@@ -105,7 +106,7 @@ async def make_client(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Any]:
     clients: list[httpx.AsyncClient] = []
 
     def make(auth: str = "", client: tuple[str, int] = OUTSIDE) -> httpx.AsyncClient:
-        admin = Administrator(load_server(server(tmp_path, auth)), plugins)
+        admin = administrator(load_server(server(tmp_path, auth)), plugins)
         admins.append(admin)
         http = httpx.AsyncClient(transport=httpx.ASGITransport(create_admin_app(admin), client=client), base_url="http://admin/admin/1.0.0")
         clients.append(http)
@@ -341,7 +342,7 @@ def test_a_tokens_file_is_never_readable_by_others_even_while_written(tmp_path: 
 def test_a_malformed_tokens_file_is_a_clear_error(tmp_path: Path, plugins: Plugins) -> None:
     (tmp_path / "admin-tokens").write_text("deploy-bot plaintext-token\n")
     with pytest.raises(ConfigurationError) as refused:
-        Administrator(load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "admin-tokens"\n')), plugins)
+        administrator(load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "admin-tokens"\n')), plugins)
     assert "admin-tokens: line 1: expected 'NAME sha256$SALT$DIGEST'" in refused.value.message
     with pytest.raises(ConfigurationError) as missing:
         load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "nowhere"\n'))

@@ -11,10 +11,11 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from roadkit import __version__, allocator
-from roadkit.administrator import Administrator
+from roadkit import __version__
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
+from roadkit.process import allocator
+from roadkit.server import administrator
 from tests.core.conftest import StraightLineSource, free_port, make_service, write
 
 
@@ -47,7 +48,7 @@ async def _wait_green(client: httpx.AsyncClient, url: str) -> httpx.Response:
 
 async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Path, plugins: Plugins) -> None:
     admin_port, service_port = free_port(), free_port()
-    admin = Administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
+    admin = administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
     StraightLineSource.gate = asyncio.Event()
     starting = asyncio.create_task(admin.start())
     base = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
@@ -116,7 +117,7 @@ async def test_a_service_that_fails_to_start_is_red_with_its_reason(tmp_path: Pa
         tmp_path / "resources" / "lines.resource",
         'id = "lines"\ntype = "straightline"\nsources = ["a"]\n[operations.route]\nprofile = { values = 3 }\n',
     )
-    admin = Administrator(load_server(path), plugins)
+    admin = administrator(load_server(path), plugins)
     await admin.start()
     try:
         async with httpx.AsyncClient() as client:
@@ -132,7 +133,7 @@ async def test_the_admin_port_in_use_is_a_clear_error(tmp_path: Path, plugins: P
     blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = blocker.sockets[0].getsockname()[1]
     try:
-        admin = Administrator(load_server(server_file(tmp_path, port, free_port())), plugins)
+        admin = administrator(load_server(server_file(tmp_path, port, free_port())), plugins)
         assert admin.config.administrator.listener.port == port
         with pytest.raises(OSError) as raised:
             await admin.start()
@@ -175,7 +176,7 @@ async def test_a_service_listens_with_https_on_a_self_signed_expired_certificate
     service.write_text(
         service.read_text() + f'\n[[listeners]]\nid = "secure"\nport = {https_port}\ncertfile = "cert.pem"\nkeyfile = "key.pem"\n'
     )
-    admin = Administrator(load_server(path), plugins)
+    admin = administrator(load_server(path), plugins)
     await admin.start()
     try:
         async with httpx.AsyncClient(verify=False) as client:
@@ -193,7 +194,7 @@ async def test_a_service_listens_with_https_on_a_self_signed_expired_certificate
 
 async def test_a_same_process_service_restarts_without_refusing_requests_and_merges_calls(tmp_path: Path, plugins: Plugins) -> None:
     admin_port, service_port = free_port(), free_port()
-    admin = Administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
+    admin = administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
     await admin.start()
     handle = admin.handle("main")
     failures: list[str] = []
@@ -240,7 +241,7 @@ async def test_the_admin_api_closes_a_connection_its_client_closes(tmp_path: Pat
     from tests.core.test_accept import _server_side, until
 
     admin_port = free_port()
-    admin = Administrator(load_server(server_file(tmp_path, admin_port, free_port())), plugins)
+    admin = administrator(load_server(server_file(tmp_path, admin_port, free_port())), plugins)
     await admin.start()
     clients: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     try:

@@ -20,9 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
-from roadkit.administrator import Administrator
-from roadkit.children import ChildProcessService
 from roadkit.config import load_server
+from roadkit.process.administrator import Administrator
+from roadkit.process.children import ChildProcessService
+from roadkit.server import administrator
 from tests.core.conftest import free_port
 
 ROUTE = {"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}
@@ -49,7 +50,7 @@ class Example:
         self.service = f"http://127.0.0.1:{self.service_port}"
 
     def administrator(self) -> Administrator:
-        return Administrator(load_server(self.root / "server.toml"))
+        return administrator(load_server(self.root / "server.toml"))
 
 
 def _toml(value: Any) -> str:
@@ -169,7 +170,7 @@ async def test_a_child_process_service_answers_like_an_in_process_one(running: t
     [("auto", "tcmalloc"), ("system", "system"), ("jemalloc", "jemalloc"), ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "jemalloc")],
 )
 async def test_workers_run_with_the_allocator_of_their_setting(tmp_path: Path, osrm_example: Path, setting: str, expected: str) -> None:
-    from roadkit import allocator
+    from roadkit.config import allocator
 
     if setting.startswith("/") and not Path(setting).is_file():  # another architecture's folder: the named setting covers it
         setting = str(allocator.find("jemalloc"))
@@ -199,7 +200,7 @@ async def test_kill_9_of_a_worker_under_load_turns_health_red_then_green(
     try:
         await wait_for(lambda: asyncio.sleep(0, load.ok > 5))
         victim = pids(admin)[0]
-        with caplog.at_level(logging.INFO, logger="roadkit.children"):
+        with caplog.at_level(logging.INFO, logger="roadkit.process.children"):
             os.kill(victim, signal.SIGKILL)
             killed = time.monotonic()
             await wait_for(lambda: _red(client, example), timeout=1.0)
@@ -342,14 +343,14 @@ async def test_a_worker_that_dies_during_start_fails_it_at_once_and_is_retried_w
     assert isinstance(handle, ChildProcessService)
     handle.command = [sys.executable, "-c", "import sys; sys.exit(7)"]
     started = time.monotonic()
-    with caplog.at_level(logging.INFO, logger="roadkit.children"):
+    with caplog.at_level(logging.INFO, logger="roadkit.process.children"):
         await admin.start()
         assert time.monotonic() - started < 10  # at once, not at the 60 s time-out
         assert handle.lifecycle == "recovering" and "exit code 7" in handle.error
         await asyncio.sleep(2.5)
         # Back-off 0.2, 0.4, 0.8, 1.0 s: a crash loop is slowed down, it does not spin.
         assert 2 <= handle.process_starts <= 5, handle.process_starts
-        handle.command = [sys.executable, "-m", "roadkit.worker"]
+        handle.command = [sys.executable, "-m", "roadkit.process.worker"]
         async with httpx.AsyncClient() as client:
             await wait_for(lambda: green(client, example), timeout=30)
     await admin.stop()
@@ -395,7 +396,7 @@ async def test_garbage_on_the_channel_kills_that_child_not_the_administrator(
     handle = admin.handle("main")
     assert isinstance(handle, ChildProcessService)
     handle.command = [sys.executable, "-c", GARBAGE]
-    with caplog.at_level(logging.INFO, logger="roadkit.children"):
+    with caplog.at_level(logging.INFO, logger="roadkit.process.children"):
         await admin.start()
         try:
             assert handle.lifecycle == "recovering"
@@ -403,7 +404,7 @@ async def test_garbage_on_the_channel_kills_that_child_not_the_administrator(
             assert handle.last_exit is not None and handle.last_exit["signal"] == "SIGKILL"
             async with httpx.AsyncClient() as client:
                 assert (await health(client, example))["services"][0]["state"] == "red"
-                handle.command = [sys.executable, "-m", "roadkit.worker"]
+                handle.command = [sys.executable, "-m", "roadkit.process.worker"]
                 await wait_for(lambda: green(client, example), timeout=30)
         finally:
             await admin.stop()
@@ -515,7 +516,7 @@ async def test_workers_serve_several_listeners_with_https_and_a_certificate_each
                 assert response.status_code == 200 and response.headers["strict-transport-security"]
                 presented = ssl.get_server_certificate(("127.0.0.1", port))
                 assert presented.strip() == (example.root / f"site{i}.pem").read_text().strip()
-            with caplog.at_level(logging.INFO, logger="roadkit.children"):
+            with caplog.at_level(logging.INFO, logger="roadkit.process.children"):
                 assert (await client.get(f"{example.admin}/services/main/restart", timeout=60)).status_code == 200
             assert (await client.get(f"https://127.0.0.1:{ports[1]}/simple/1.0.0/route", params=ROUTE)).status_code == 200
     finally:

@@ -11,7 +11,7 @@ from roadkit.config.loader import load_cors, read_resource, read_source, read_so
 from roadkit.config.models import max_workers
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.service import Service
+from roadkit.serving.service import Service
 from tests.core.conftest import SOURCE, make_service, run, write
 
 
@@ -153,8 +153,8 @@ def test_cors_file_accepts_road2_options_and_rejects_unknown_ones(tmp_path: Path
 
 
 def test_workers_mode_and_back_off_settings_are_checked(tmp_path: Path) -> None:
-    from roadkit.children import worker_count
     from roadkit.config.models import Backoff
+    from roadkit.process.children import worker_count
 
     ok = write(
         tmp_path / "ok.toml",
@@ -216,7 +216,7 @@ max = 1
 
 
 def test_the_allocator_setting_is_checked(tmp_path: Path) -> None:
-    from roadkit import allocator
+    from roadkit.config import allocator
 
     library = tmp_path / "libmine.so"
     library.write_bytes(b"\x7fELF\x02\x01\x01")  # an ELF file's start: what the loader can preload
@@ -297,7 +297,8 @@ allocator = "COLONED"
 
 
 def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Path) -> None:
-    from roadkit import allocator
+    from roadkit.config import allocator
+    from roadkit.process.allocator import environment, loaded, own
 
     empty, folder = tmp_path / "empty", tmp_path / "lib"
     empty.mkdir()
@@ -321,16 +322,16 @@ def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Pa
     # Well formed (whether installed aside): what the admin API's schema accepts, and a 409 when this machine lacks it.
     assert [allocator.well_formed(v) for v in ("auto", "system", "tcmalloc", "jemalloc", "/opt/lib.so", "/a\tb")] == [True] * 6
     assert not any(allocator.well_formed(v) for v in ("fast", "", "/", "opt/lib.so", "/a b.so", "/a:b.so", "/a\0.so"))
-    assert allocator.environment(lib, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(lib)}
-    assert allocator.environment(lib, {"LD_PRELOAD": f"/x/liba.so {lib}"})["LD_PRELOAD"] == f"{lib}:/x/liba.so"
-    assert allocator.environment(None, {"LD_PRELOAD": "/x/liba.so"}) == {"LD_PRELOAD": "/x/liba.so"}
+    assert environment(lib, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(lib)}
+    assert environment(lib, {"LD_PRELOAD": f"/x/liba.so {lib}"})["LD_PRELOAD"] == f"{lib}:/x/liba.so"
+    assert environment(None, {"LD_PRELOAD": "/x/liba.so"}) == {"LD_PRELOAD": "/x/liba.so"}
     # An allocator the administrator itself was started with does not override the setting.
     inherited = {"LD_PRELOAD": "/usr/lib/libjemalloc.so.2:/x/liba.so"}
-    assert allocator.environment(lib, inherited)["LD_PRELOAD"] == f"{lib}:/x/liba.so"
-    assert allocator.environment(None, inherited)["LD_PRELOAD"] == "/x/liba.so"
-    assert "LD_PRELOAD" not in allocator.environment(None, {"LD_PRELOAD": "libtcmalloc_minimal.so.4"})
-    assert allocator.loaded(2**22 + 12345) == "unknown"  # no such process
-    assert allocator.loaded() in ("system", "tcmalloc", "jemalloc")
+    assert environment(lib, inherited)["LD_PRELOAD"] == f"{lib}:/x/liba.so"
+    assert environment(None, inherited)["LD_PRELOAD"] == "/x/liba.so"
+    assert "LD_PRELOAD" not in environment(None, {"LD_PRELOAD": "libtcmalloc_minimal.so.4"})
+    assert loaded(2**22 + 12345) == "unknown"  # no such process
+    assert loaded() in ("system", "tcmalloc", "jemalloc")
 
 
 def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path) -> None:
@@ -352,7 +353,7 @@ def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path
 def test_a_file_larger_than_any_configuration_is_refused_without_being_read_whole(tmp_path: Path) -> None:
     # A path given to the admin API may name anything: a projections folder of /proc holds kcore
     # (terabytes), read whole before. A sparse file stands for it: 64 MiB, read only up to the limit.
-    from roadkit.projections import ProjectionRegistry
+    from roadkit.routing.projections import ProjectionRegistry
 
     folder = tmp_path / "projections"
     folder.mkdir()

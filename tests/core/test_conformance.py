@@ -6,10 +6,10 @@ import logging
 
 import pytest
 
-from roadkit.api import error_response
 from roadkit.apis.simple.capabilities import _parameter
 from roadkit.errors import EngineError, EngineTimeout, NoIsochroneFound, NoPathFound, SourceUnavailable
-from roadkit.operations import OPERATIONS
+from roadkit.routing.operations import OPERATIONS
+from roadkit.web.api import error_response
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from roadkit.config.models import ResourceConfig, SourceConfig
-from roadkit.model import Constraint, ConstraintKeyType, Cost
-from roadkit.parameters import ConstraintParameter
-from roadkit.projections import ProjectionRegistry
-from roadkit.resources import build_resource
-from roadkit.source import Source
-from roadkit.units import CORE_UNITS, UnitRegistry
+from roadkit.routing.model import Constraint, ConstraintKeyType, Cost
+from roadkit.routing.parameters import ConstraintParameter
+from roadkit.routing.projections import ProjectionRegistry
+from roadkit.routing.resources import build_resource
+from roadkit.routing.source import Source
+from roadkit.routing.units import CORE_UNITS, UnitRegistry
 
 
 class ThirdPartySource(Source):

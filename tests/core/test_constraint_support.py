@@ -10,11 +10,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from roadkit import hookimpl
-from roadkit.app import create_app
 from roadkit.config import load_service
-from roadkit.model import ConstraintKeyType
 from roadkit.plugins import Plugins
-from roadkit.source import Source
+from roadkit.routing.model import ConstraintKeyType
+from roadkit.routing.source import Source
+from roadkit.serving.app import create_app
 from tests.core.conftest import StraightLineSource, make_service, run, write
 
 
@@ -98,7 +98,7 @@ def test_too_many_values_to_list_are_still_checked(tmp_path: Path) -> None:
 
 def test_a_type_a_source_never_applies_is_a_configuration_problem(tmp_path: Path) -> None:
     from roadkit.errors import ConfigurationError
-    from roadkit.service import Service
+    from roadkit.serving.service import Service
 
     path = picky_service(tmp_path, [("a", "ok_a")], types='["banned", "prefer"]')
     service = Service(load_service(path), Plugins.create(load_entry_points=False, extra_plugins=[PickyPlugin()]))

@@ -7,7 +7,7 @@ from typing import Literal
 import attrs
 import pytest
 
-from roadkit.contract import Cost, CostTable, ParameterInvalid
+from roadkit.contract.sources import Cost, CostTable, ParameterInvalid
 
 
 @attrs.frozen

@@ -8,12 +8,12 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from roadkit import hookimpl
-from roadkit.app import create_app
 from roadkit.config import load_service
-from roadkit.model import Cost, IsochroneRequest, IsochroneResponse
 from roadkit.plugins import Plugins
-from roadkit.service import Service
-from roadkit.source import Source
+from roadkit.routing.model import Cost, IsochroneRequest, IsochroneResponse
+from roadkit.routing.source import Source
+from roadkit.serving.app import create_app
+from roadkit.serving.service import Service
 from tests.core.conftest import StraightLineSource, make_service, run, write
 
 

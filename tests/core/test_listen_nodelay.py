@@ -6,7 +6,7 @@ import asyncio
 import socket
 
 from roadkit.config.models import Listener
-from roadkit.listen import bind_listener
+from roadkit.process.listen import bind_listener
 
 
 async def test_accepted_connections_have_tcp_nodelay() -> None:

@@ -7,8 +7,8 @@ import pytest
 import shapely
 from shapely.geometry import shape
 
-from roadkit.geometry import write_geometry
-from roadkit.model import GeoJSONText, way_name
+from roadkit.routing.geometry import write_geometry
+from roadkit.routing.model import GeoJSONText, way_name
 
 
 @pytest.mark.parametrize(

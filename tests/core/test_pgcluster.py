@@ -1,4 +1,4 @@
-"""roadkit.pgcluster: the private PostgreSQL clusters of the demo, the tests and the benchmarks."""
+"""roadkit_support.pgcluster: the private PostgreSQL clusters of the demo, the tests and the benchmarks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from roadkit.pgcluster import PrivateCluster, private_cluster
+from roadkit_support.pgcluster import PrivateCluster, private_cluster
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 from roadkit import hookimpl, hookspecs
 from roadkit.errors import PluginError
 from roadkit.plugins import Plugins, make_plugin_manager
-from roadkit.source import Source
-from roadkit.units import Unit
+from roadkit.routing.source import Source
+from roadkit.routing.units import Unit
 from tests.core.conftest import StraightLineSource, TestPlugin
 
 TESTS = Path(__file__).parents[1]
@@ -121,7 +121,7 @@ def test_hook_roadkit_cost_units() -> None:
 
 def test_hook_roadkit_resolve_cost(plugins: Plugins) -> None:
     from roadkit.config.models import SourceConfig
-    from roadkit.model import Cost
+    from roadkit.routing.model import Cost
 
     source = StraightLineSource.from_config(SourceConfig(Path("x.source"), "a", "straightline"))
     assert plugins.resolve_cost(source, Cost("car", "fastest")) == Cost("car", "fastest")

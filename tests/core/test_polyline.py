@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from roadkit.geometry import decode_polyline, encode_polyline, python_encode_polyline
+from roadkit.routing.geometry import decode_polyline, encode_polyline, python_encode_polyline
 
 
 def test_googles_reference_example() -> None:

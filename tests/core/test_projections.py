@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyproj import Transformer
 
-from roadkit.projections import ProjectionRegistry
+from roadkit.routing.projections import ProjectionRegistry
 from tests.conftest import EXAMPLE
 
 # (projection, a place it is meant for in lon/lat)

@@ -12,11 +12,12 @@ import httpx
 import pytest
 
 from roadkit import hookimpl
-from roadkit.administrator import Administrator
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
-from roadkit.publication import is_safe_id
-from roadkit.source import Source
+from roadkit.process.administrator import Administrator
+from roadkit.routing.source import Source
+from roadkit.server import administrator
+from roadkit.serving.documents import is_safe_id
 from tests.core.conftest import StraightLineSource, TestPlugin, free_port, make_service, write
 
 SOURCE_A = {"id": "a", "type": "straightline", "profiles": ["car"]}
@@ -68,7 +69,7 @@ class Running:
 @pytest.fixture
 async def running(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Running]:
     admin_port, service_port = free_port(), free_port()
-    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    admin = administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
     await admin.start()
     try:
         async with httpx.AsyncClient(timeout=10) as client:
@@ -257,7 +258,7 @@ def test_a_safe_id_is_the_whole_string() -> None:
 async def test_publication_survives_an_administrator_restart(tmp_path: Path, plugins: Plugins) -> None:
     admin_port, service_port = free_port(), free_port()
     path = empty_server(tmp_path, admin_port, service_port)
-    admin = Administrator(load_server(path), plugins)
+    admin = administrator(load_server(path), plugins)
     await admin.start()
     try:
         async with httpx.AsyncClient() as c:
@@ -266,7 +267,7 @@ async def test_publication_survives_an_administrator_restart(tmp_path: Path, plu
             assert (await c.put(f"{base}/resources/lines", json=RESOURCE)).status_code == 201
     finally:
         await admin.stop()
-    again = Administrator(load_server(path), plugins)
+    again = administrator(load_server(path), plugins)
     await again.start()
     try:
         async with httpx.AsyncClient() as c:
@@ -279,7 +280,7 @@ async def test_publication_survives_an_administrator_restart(tmp_path: Path, plu
 
 async def test_publication_on_a_stopped_service_is_read_when_it_starts(tmp_path: Path, plugins: Plugins) -> None:
     admin_port, service_port = free_port(), free_port()
-    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    admin = administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
     await admin.start()
     try:
         handle = admin.handles["main"]
@@ -364,7 +365,7 @@ class RemotePlugin:
 async def test_a_remote_kind_serves_its_engine_types_resources(tmp_path: Path, plugins: Plugins) -> None:
     plugins = Plugins.create(load_entry_points=False, extra_plugins=[TestPlugin(), RemotePlugin()])
     admin_port, service_port = free_port(), free_port()
-    admin = Administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    admin = administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
     await admin.start()
     try:
         async with httpx.AsyncClient() as c:

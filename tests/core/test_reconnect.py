@@ -14,13 +14,13 @@ import pytest
 from starlette.testclient import TestClient
 
 from roadkit import hookimpl
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.errors import ConfigurationError
-from roadkit.model import Cost, RouteRequest, RouteResponse
 from roadkit.plugins import Plugins
-from roadkit.reconnect import Backoff
-from roadkit.source import Source, SourceState
+from roadkit.routing.model import Cost, RouteRequest, RouteResponse
+from roadkit.routing.source import Source, SourceState
+from roadkit.serving.app import create_app
+from roadkit.serving.reconnect import Backoff
 from tests.core.conftest import make_service, write
 
 

@@ -15,8 +15,8 @@ from roadkit.config import load_server, load_service
 from roadkit.config.loader import load_cors, read_sources
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.projections import ProjectionRegistry
-from roadkit.service import Service
+from roadkit.routing.projections import ProjectionRegistry
+from roadkit.serving.service import Service
 from tests.core.conftest import write
 
 ROAD2 = Path(__file__).parent / "road2"

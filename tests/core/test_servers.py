@@ -22,7 +22,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from roadkit.config.models import Listener
-from roadkit.listen import ListeningSockets, SocketServer
+from roadkit.process.listen import ListeningSockets, SocketServer
 from roadkit_support.serving import bound_socket, reserve_port, wait_until_up
 
 

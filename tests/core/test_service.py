@@ -10,10 +10,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from roadkit import hookimpl
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from roadkit.service import Service
+from roadkit.serving.app import create_app
+from roadkit.serving.service import Service
 from tests.core.conftest import SOURCE, TestPlugin, make_service, run, write
 
 

@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from roadkit.administrator import Administrator
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
+from roadkit.process.administrator import Administrator
+from roadkit.server import administrator
 from tests.core.conftest import free_port, make_service, write
 from tests.core.test_publication import RESOURCE, ROUTE, SOURCE_A
 
@@ -54,7 +55,7 @@ mode = "same-process"
         self.administrator: Administrator | None = None
 
     async def start(self) -> None:
-        self.administrator = Administrator(load_server(self.path), self.plugins)
+        self.administrator = administrator(load_server(self.path), self.plugins)
         await self.administrator.start()
 
     async def stop(self) -> None:
@@ -267,7 +268,7 @@ async def test_a_road2_administration_file_is_never_rewritten(tmp_path: Path, pl
         ),
     )
     before = path.read_text()
-    admin = Administrator(load_server(path), plugins)
+    admin = administrator(load_server(path), plugins)
     await admin.start()
     try:
         base = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
@@ -293,7 +294,7 @@ async def test_services_created_and_deleted_while_the_administrator_starts(tmp_p
     setup = Admin(tmp_path, plugins)
     write(tmp_path / "third.toml", (tmp_path / "service.toml").read_text().replace(f"port = {setup.main_port}", f"port = {free_port()}"))
     setup.path.write_text(setup.path.read_text() + '\n[[services]]\nid = "third"\nconfiguration = "third.toml"\nmode = "same-process"\n')
-    admin = Administrator(load_server(setup.path), plugins)
+    admin = administrator(load_server(setup.path), plugins)
     StraightLineSource.gate = asyncio.Event()  # "main" stays starting until the gate opens
     starting = asyncio.create_task(admin.start())
     try:

@@ -8,12 +8,12 @@ import pytest
 from starlette.testclient import TestClient
 
 from roadkit import hookimpl
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.errors import ConfigurationError, ParameterInvalid, PluginError
 from roadkit.plugins import Plugins
-from roadkit.service import Service
-from roadkit.units import CORE_UNITS, UnitRegistry
+from roadkit.routing.units import CORE_UNITS, UnitRegistry
+from roadkit.serving.app import create_app
+from roadkit.serving.service import Service
 from tests.core.conftest import TestPlugin, make_service, run
 
 MILE = 1609.344

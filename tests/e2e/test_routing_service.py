@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
+from roadkit.serving.app import create_app
 from roadkit_client import testing as client_testing
 from roadkit_support.serving import ServerThread, bound_socket
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
+from roadkit.serving.app import create_app
 from tests.engine_a.native_support import Routed, write_native_service
 
 

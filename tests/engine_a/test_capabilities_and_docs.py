@@ -8,9 +8,9 @@ import pytest
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
+from roadkit.serving.app import create_app
 
 CAPS = "/simple/1.0.0/getcapabilities"
 

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from roadkit.service import Service
+from roadkit.serving.service import Service
 from tests.service_support import start_problems
 
 ROUTE = "/simple/1.0.0/route"
@@ -65,7 +65,7 @@ def test_an_engine_refusal_reaching_the_source_is_a_400_without_a_state_change(o
 
     from roadkit.config.models import SourceConfig
     from roadkit.errors import ParameterInvalid
-    from roadkit.model import Constraint, Cost, RouteRequest
+    from roadkit.routing.model import Constraint, Cost, RouteRequest
     from roadkit_osrm.source import OsrmSource
 
     async def run() -> None:
@@ -114,7 +114,7 @@ def test_prefer_and_avoid_on_an_osrm_resource_are_refused_in_the_configuration(o
 def test_an_osrm_dataset_missing_at_start_joins_its_resource_when_it_appears(osrm_example: Path, tmp_path: Path) -> None:
     import time
 
-    from roadkit.app import create_app
+    from roadkit.serving.app import create_app
 
     example = tmp_path / "monaco"
     shutil.copytree(osrm_example, example, symlinks=True, ignore=shutil.ignore_patterns("data"))

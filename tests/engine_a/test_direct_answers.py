@@ -1,4 +1,4 @@
-"""The service app answers a GET of a simple-API operation itself (``roadkit.app.ServiceApp``): the
+"""The service app answers a GET of a simple-API operation itself (``roadkit.serving.app.ServiceApp``): the
 same messages, byte for byte, as Starlette's routing and middleware give, on the Monaco OSRM service."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from roadkit.app import query_routes
+from roadkit.serving.app import query_routes
 
 A, B, VIA = "7.41337,43.72956", "7.41983,43.73115", "7.4246,43.7383"
 ROUTE = "/simple/1.0.0/route"
@@ -176,9 +176,9 @@ def test_a_cors_answer_keeps_its_headers(client: TestClient) -> None:
 
 
 def test_without_cors_the_answer_is_starlettes_too(osrm_example: Any) -> None:
-    from roadkit.app import create_app
     from roadkit.config import load_service
     from roadkit.plugins import Plugins
+    from roadkit.serving.app import create_app
 
     with TestClient(create_app(load_service(osrm_example / "service.toml"), Plugins.create())) as plain:
         for path, query in DIRECT[:2] + DIRECT[-4:]:
@@ -189,9 +189,9 @@ def test_without_cors_the_answer_is_starlettes_too(osrm_example: Any) -> None:
 def test_a_middleware_added_later_is_not_bypassed(osrm_example: Any) -> None:
     from starlette.middleware.base import BaseHTTPMiddleware
 
-    from roadkit.app import create_app
     from roadkit.config import load_service
     from roadkit.plugins import Plugins
+    from roadkit.serving.app import create_app
 
     app = create_app(load_service(osrm_example / "service.toml"), Plugins.create())
 
@@ -211,9 +211,9 @@ def test_a_route_added_later_is_not_bypassed(osrm_example: Any) -> None:
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route
 
-    from roadkit.app import create_app
     from roadkit.config import load_service
     from roadkit.plugins import Plugins
+    from roadkit.serving.app import create_app
 
     app = create_app(load_service(osrm_example / "service.toml"), Plugins.create())
 

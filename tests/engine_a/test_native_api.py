@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.app import create_app
 from roadkit.config import load_service
+from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
+from roadkit.serving.app import create_app
+from roadkit.serving.service import Service
 
 START, END = "7.41337,43.72956", "7.41983,43.73115"
 COORDS = f"{START};{END}"
@@ -156,18 +159,18 @@ def test_the_demo_serves_the_native_api() -> None:
     assert ("osrm", "1.0.0") in apis
 
 
-def test_bad_native_settings_name_the_file_and_key(osrm_example: Path, tmp_path: Path) -> None:
+def test_bad_native_settings_are_a_start_up_error_naming_the_file_and_key(osrm_example: Path, tmp_path: Path) -> None:
     example = tmp_path / "monaco"
     shutil.copytree(osrm_example, example, symlinks=True)
     resource = example / "resources" / "monaco-osrm.resource"
     resource.write_text(resource.read_text().replace("max_table_size = 100", 'max_table_size = "big"\nmax_tables = 3'))
-    with TestClient(create_app(load_service(example / "service.toml"), Plugins.create())) as client:
-        response = client.get(f"/osrm/1.0.0/monaco-osrm/route/v1/car/{COORDS}")
-        assert client.get(f"/simple/1.0.0/route?resource=monaco-osrm&start={START}&end={END}").status_code == 200
-    assert response.status_code == 503
-    message = response.json()["message"]
-    assert f"{resource}: apis.osrm.limits.max_table_size: expected an integer (-1 for unlimited), got 'big'" in message
-    assert f"{resource}: apis.osrm.limits.max_tables: unknown limit" in message
+    service = Service(load_service(example / "service.toml"), Plugins.create())
+    with pytest.raises(ConfigurationError) as caught:
+        asyncio.run(service.start())
+    problems = caught.value.problems
+    assert f"{resource}: apis.osrm.limits.max_table_size: expected an integer (-1 for unlimited), got 'big'" in problems
+    assert f"{resource}: apis.osrm.limits.max_tables: unknown limit (expected one of " in "\n".join(problems)
+    assert service.state == "failed"
 
 
 def test_a_republished_resource_brings_its_new_native_settings(osrm_example: Path, tmp_path: Path) -> None:
@@ -238,7 +241,7 @@ def test_post_requests_on_roadkit_urls(client: TestClient) -> None:
 
 
 def test_a_sources_own_limits_narrow_the_resources() -> None:
-    from roadkit_osrm.native.contract import NativeLimits
+    from roadkit.contract.native_osrm import NativeLimits
 
     assert NativeLimits().narrowed({"max_viaroute_size": 20}).max_viaroute_size == 20
     assert NativeLimits().narrowed({"max_viaroute_size": 900}).max_viaroute_size == 500, "never above the resource's"
@@ -254,7 +257,7 @@ def test_the_document_describes_the_area_every_source_of_a_path_takes() -> None:
     import re
     from types import SimpleNamespace
 
-    from roadkit_osrm.native.contract import NativeLimits
+    from roadkit.contract.native_osrm import NativeLimits
     from roadkit_osrm.native.openapi import WORLD, area, coordinates_schema
 
     osrm, monaco, east = (

@@ -11,9 +11,9 @@ import pytest
 
 from roadkit.config.loader import read_source
 from roadkit.errors import EngineTimeout, NoPathFound, SourceUnavailable
-from roadkit.model import Constraint, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import SourceState
+from roadkit.routing.model import Constraint, Cost, NearestRequest, RouteRequest
+from roadkit.routing.source import SourceState
 from roadkit.testing import SourceContract
 from roadkit_osrm import OsrmSource
 from roadkit_osrm.prepare import dataset_ready
@@ -195,7 +195,7 @@ async def test_an_inline_call_longer_than_the_time_out_is_an_engine_timeout() ->
     import time
 
     from roadkit.config.models import SourceConfig
-    from roadkit.source import Source
+    from roadkit.routing.source import Source
 
     source = Source(SourceConfig(path=Path("x.source"), id="slow", type="test", timeout=0.05), None)
     assert source.run_inline(lambda: "quick") == "quick"

@@ -22,9 +22,9 @@ import pytest
 
 from roadkit.config.loader import read_source
 from roadkit.errors import ConfigurationError, EngineTimeout, NoPathFound, ParameterInvalid, SourceUnavailable
-from roadkit.model import Constraint, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import SourceState
+from roadkit.routing.model import Constraint, Cost, NearestRequest, RouteRequest
+from roadkit.routing.source import SourceState
 from roadkit.testing import SourceContract, service_client
 from roadkit_osrm import OsrmHttpSource, OsrmSource
 from tests.engine_a.native_support import compare, encode, generate, write_native_service
@@ -603,8 +603,8 @@ async def test_ban_combinations_are_learnt_without_blocking_the_event_loop(
     # Before: learnt by a blocking HTTP call while the resources were built, so the service's event loop (the
     # administrator's, for a service in its process) stood still for each probe, up to the health time-out.
     from roadkit.config import load_service
-    from roadkit.resources import capabilities_of
-    from roadkit.service import Service
+    from roadkit.routing.resources import capabilities_of
+    from roadkit.serving.service import Service
 
     gate = GatedOsrm(routed["car-fastest"].url)
     service_file = _gateway(osrm_example, tmp_path / "gateway", routed)

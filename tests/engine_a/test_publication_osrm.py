@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 
-from roadkit.administrator import Administrator
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
+from roadkit.server import administrator
 from tests.core.conftest import free_port, write
 
 START, END = "7.4236,43.7312", "7.4201,43.7403"
@@ -50,7 +50,7 @@ configuration = "service.toml"
 mode = "same-process"
 """,
     )
-    admin = Administrator(load_server(path), Plugins.create())
+    admin = administrator(load_server(path), Plugins.create())
     await admin.start()
     try:
         async with httpx.AsyncClient(timeout=30) as client:

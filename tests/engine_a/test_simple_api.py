@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.geometry import decode_polyline
+from roadkit.routing.geometry import decode_polyline
 
 ROUTE = "/simple/1.0.0/route"
 NEAREST = "/simple/1.0.0/nearest"

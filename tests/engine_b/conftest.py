@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.app import create_app
 from roadkit.cli import main as roadkit_main
 from roadkit.config import load_service
 from roadkit.config.loader import read_source
 from roadkit.plugins import Plugins
+from roadkit.serving.app import create_app
 from roadkit_valhalla import ValhallaSource
 from roadkit_valhalla.prepare import builder_version
 from tests.conftest import EXAMPLE, MONACO_PBF, cache_root, content_key, copy_example

@@ -1,4 +1,4 @@
-"""bench/ceiling_valhalla.py, the benchmark's thinnest Python server on the Actor: it must answer what the Actor answers.
+"""bench/investigations/ceiling_valhalla.py, the benchmark's thinnest Python server on the Actor: it must answer what the Actor answers.
 
 Its requests/s are read as the most a Python server on the Actor can reach; a server that answered
 errors fast, or other bodies than the Actor's, would make that ceiling a lie.
@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from roadkit import allocator
+from roadkit.config import allocator
+from roadkit.process.allocator import loaded
 from tests.engine_b.conftest import START, VIA
 from tests.engine_servers import EngineServer, free_port
 
-CEILING = Path(__file__).parents[2] / "bench" / "ceiling_valhalla.py"
+CEILING = Path(__file__).parents[2] / "bench" / "investigations" / "ceiling_valhalla.py"
 ISOCHRONE = {"locations": [{"lon": START[0], "lat": START[1]}], "costing": "auto", "contours": [{"time": 5.0}], "polygons": True}
 ROUTE = {
     "locations": [{"lon": START[0], "lat": START[1]}, {"lon": VIA[0], "lat": VIA[1]}],
@@ -75,4 +76,4 @@ def test_workers_run_with_roadkits_default_allocator(ceiling: EngineServer) -> N
     assert len(children) == 2
     library = allocator.preload("auto")
     expected = "system" if library is None else next(name for name, files in allocator.LIBRARIES.items() if library.name in files)
-    assert [allocator.loaded(pid, library) for pid in children] == [expected, expected]
+    assert [loaded(pid, library) for pid in children] == [expected, expected]

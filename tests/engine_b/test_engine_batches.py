@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from roadkit.config.loader import read_source
-from roadkit.model import Cost, IsochroneRequest
+from roadkit.routing.model import Cost, IsochroneRequest
 from roadkit_valhalla import ValhallaSource, engine_threads
 from roadkit_valhalla.engine_threads import Batching, EngineThreads, InlineEngine
 from tests.engine_b.conftest import connected, edit_source

@@ -11,7 +11,7 @@ from pyproj import Geod, Transformer
 from shapely.geometry import Point, Polygon, shape
 from starlette.testclient import TestClient
 
-from roadkit.geometry import decode_polyline
+from roadkit.routing.geometry import decode_polyline
 
 ISOCHRONE = "/simple/1.0.0/isochrone"
 BASE = {"resource": "monaco-valhalla", "point": "7.41337,43.72956", "costType": "time", "costValue": "300"}

@@ -14,8 +14,8 @@ import orjson
 import pytest
 
 from roadkit.errors import RoadkitError
-from roadkit.geometry import write_geometry
-from roadkit.model import Coord, Cost, GeoJSONText, IsochroneRequest
+from roadkit.routing.geometry import write_geometry
+from roadkit.routing.model import Coord, Cost, GeoJSONText, IsochroneRequest
 from roadkit_valhalla import ValhallaSource, translate
 from roadkit_valhalla.translate import clean_polygon
 

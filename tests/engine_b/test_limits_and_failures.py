@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.config.loader import read_source
 from roadkit.errors import ConfigurationError, SourceUnavailable
-from roadkit.model import Cost, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.service import Service
-from roadkit.source import SourceState
+from roadkit.routing.model import Cost, RouteRequest
+from roadkit.routing.source import SourceState
+from roadkit.serving.app import create_app
+from roadkit.serving.service import Service
 from roadkit_valhalla import ValhallaSource
 from tests.engine_b.conftest import END, START, connected, edit_source
 
@@ -64,10 +64,9 @@ async def test_a_workers_engine_threads_default_to_its_share_of_the_cores(
     import socket
 
     from roadkit.config import models
-    from roadkit.worker_main import Worker
+    from roadkit.process.worker import Worker
 
     monkeypatch.setattr(models, "usable_cores", lambda: 4)
-    monkeypatch.setattr(models, "_worker_processes", 1)  # the test process's own, restored after
     if threads is not None:
         edit_source(variant, limits={"threads": threads})
     listener = socket.create_server(("127.0.0.1", 0))
@@ -77,7 +76,7 @@ async def test_a_workers_engine_threads_default_to_its_share_of_the_cores(
         await worker._start()
         source = worker.service.sources["monaco-valhalla"]
         assert source.threads() == expected and source._engine.alive() == expected
-        assert models.cores_per_worker() == max(1, 4 // workers)
+        assert source.context.cores == max(1, 4 // workers)
     finally:
         await worker._stop()
         listener.close()
@@ -265,7 +264,7 @@ async def test_inline_engine_calls_answer_as_the_engine_threads_in_arrival_order
     a call whose request gave up while waiting is skipped; the answers are the threads' own."""
     import threading
 
-    from roadkit.model import IsochroneRequest
+    from roadkit.routing.model import IsochroneRequest
     from roadkit_valhalla.engine_threads import InlineEngine
 
     rng = random.Random(11)
@@ -320,9 +319,9 @@ async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_t
     import socket
     import time
 
-    from roadkit.accept import Acceptor
     from roadkit.config.models import Listener
-    from roadkit.listen import bind_listener
+    from roadkit.process.accept import Acceptor
+    from roadkit.process.listen import bind_listener
     from roadkit_valhalla.engine_threads import Batching, InlineEngine
 
     sock = bind_listener(Listener(host="127.0.0.1", port=0))

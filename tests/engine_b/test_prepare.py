@@ -12,7 +12,7 @@ from roadkit.cli import main as roadkit_main
 from roadkit.config.loader import read_source
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.source import Progress
+from roadkit.routing.source import Progress
 from roadkit_valhalla import ValhallaSource
 from roadkit_valhalla.prepare import has_tiles
 from tests.conftest import MONACO_PBF

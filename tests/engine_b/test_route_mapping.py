@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from roadkit.errors import RoadkitError
-from roadkit.model import Constraint, Coord, Cost, RouteRequest, RouteResponse
+from roadkit.routing.model import Constraint, Coord, Cost, RouteRequest, RouteResponse
 from roadkit_valhalla import ValhallaSource, translate
 from roadkit_valhalla.options import ValhallaCost
 

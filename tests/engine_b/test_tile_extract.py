@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from roadkit.config.loader import read_source
-from roadkit.model import Cost, NearestRequest, RouteRequest
+from roadkit.routing.model import Cost, NearestRequest, RouteRequest
 from roadkit_valhalla import ValhallaSource
 from roadkit_valhalla.prepare import has_tiles
 from tests.engine_b.conftest import END, START, edit_source

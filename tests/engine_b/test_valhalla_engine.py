@@ -14,12 +14,12 @@ from shapely.geometry import shape
 from starlette.testclient import TestClient
 
 from roadkit import hookimpl
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.errors import ParameterInvalid
-from roadkit.model import Constraint, Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import Source, SourceState
+from roadkit.routing.model import Constraint, Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.routing.source import Source, SourceState
+from roadkit.serving.app import create_app
 from roadkit.testing import SourceContract
 from roadkit_valhalla import ValhallaSource
 from tests.engine_b.conftest import END, START, VIA, connected, edit_source

@@ -19,9 +19,9 @@ import pytest
 
 from roadkit.config.loader import read_source
 from roadkit.errors import ConfigurationError, NoPathFound, ParameterInvalid, RoadkitError, SourceUnavailable
-from roadkit.model import Constraint, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import SourceState
+from roadkit.routing.model import Constraint, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.routing.source import SourceState
 from roadkit.testing import SourceContract, service_client
 from roadkit_valhalla import ValhallaHttpSource, ValhallaSource
 from tests.engine_b.conftest import END, START, VIA

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from roadkit.pgcluster import PrivateCluster, private_cluster
 from roadkit_pgrouting.importer import import_osm
 from roadkit_pgrouting.options import DatabaseFile
+from roadkit_support.pgcluster import PrivateCluster, private_cluster
 from tests.conftest import MONACO_PBF, cache_root, content_key, copy_example
 
 SCHEMA = "monaco"

@@ -13,11 +13,11 @@ import pytest
 
 from roadkit.config.loader import read_source
 from roadkit.errors import EngineTimeout, SourceUnavailable
-from roadkit.model import Cost, IsochroneRequest, RouteRequest
-from roadkit.pgcluster import PrivateCluster, private_cluster
-from roadkit.source import SourceState
+from roadkit.routing.model import Cost, IsochroneRequest, RouteRequest
+from roadkit.routing.source import SourceState
 from roadkit.testing import service_client
 from roadkit_pgrouting.source import PgRoutingSource
+from roadkit_support.pgcluster import PrivateCluster, private_cluster
 from tests.engine_c.conftest import END, EXTENSIONS, START, cache_root, import_key, make_pg_example
 
 

@@ -9,8 +9,8 @@ import asyncpg
 import pytest
 
 from roadkit.cli import main as roadkit_main
-from roadkit.model import Cost, RouteRequest
-from roadkit.source import SourceState
+from roadkit.routing.model import Cost, RouteRequest
+from roadkit.routing.source import SourceState
 from tests.engine_c.conftest import END, MONACO_PBF, START, make_pg_example
 from tests.engine_c.test_pgrouting_failures import _source
 
@@ -122,7 +122,7 @@ def test_prepare_imports_into_a_private_cluster_once(tmp_path: Path, scratch_fol
     assert not (cluster / "postmaster.pid").exists(), "prepare stops the cluster it started"
     from roadkit.config import load_service
     from roadkit.plugins import Plugins
-    from roadkit.service import Service
+    from roadkit.serving.service import Service
 
     service = Service(load_service(example / "service.toml"), Plugins.create())
     service.load()

@@ -16,9 +16,9 @@ import asyncpg
 import pytest
 
 from roadkit.config.loader import read_source
-from roadkit.model import Coord, Cost, RouteRequest
-from roadkit.pgcluster import PrivateCluster
+from roadkit.routing.model import Coord, Cost, RouteRequest
 from roadkit_pgrouting.source import PgRoutingSource
+from roadkit_support.pgcluster import PrivateCluster
 from tests.engine_c.grid import STEP, vertex, write_grid
 
 SIDE = 120  # 28 560 edges, about 8.6 km x 11.9 km

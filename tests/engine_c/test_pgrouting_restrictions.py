@@ -12,8 +12,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from roadkit.contract import Progress
-from roadkit.model import Coord, Cost, RouteRequest
+from roadkit.contract.sources import Progress
+from roadkit.routing.model import Coord, Cost, RouteRequest
 from roadkit_pgrouting import queries, restrictions
 from roadkit_pgrouting.importer import import_osm
 from roadkit_pgrouting.options import DatabaseFile

@@ -14,9 +14,9 @@ from shapely.geometry import LineString, Point
 
 from roadkit.config.loader import read_source
 from roadkit.errors import NoPathFound, ParameterInvalid, SourceUnavailable
-from roadkit.model import Coord, Cost, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import SourceState
+from roadkit.routing.model import Coord, Cost, NearestRequest, RouteRequest
+from roadkit.routing.source import SourceState
 from roadkit.testing import SourceContract
 from roadkit_pgrouting import queries
 from roadkit_pgrouting.source import PgRoutingSource

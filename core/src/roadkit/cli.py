@@ -5,23 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import attrs
-
-from roadkit import __version__
+from roadkit import __version__, hookimpl
 from roadkit.errors import ConfigurationError, RoadkitError
-
-
-@attrs.frozen
-class Command:
-    """A sub-command: ``configure`` adds its arguments, ``run`` returns the exit status."""
-
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+from roadkit.hookspecs import Command
+from roadkit.plugins import Plugins
 
 
 def _service_files(path: Path) -> list[tuple[str, Path, Path | None]]:
@@ -37,15 +27,14 @@ def _service_files(path: Path) -> list[tuple[str, Path, Path | None]]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from roadkit.administrator import run_administrator
+    from roadkit.server import serve
 
-    return run_administrator(args.config, log_level=args.log_level)
+    return serve(args.config, log_level=args.log_level)
 
 
 def _check(args: argparse.Namespace) -> int:
     from roadkit.config import load_service
-    from roadkit.plugins import Plugins
-    from roadkit.service import Service
+    from roadkit.serving.service import Service
 
     plugins = Plugins.create()
     problems: list[str] = []
@@ -69,9 +58,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> int:
     from roadkit.config import load_service
-    from roadkit.plugins import Plugins
-    from roadkit.service import Service
-    from roadkit.source import Progress
+    from roadkit.routing.source import Progress
+    from roadkit.serving.service import Service
 
     plugins = Plugins.create()
     progress = Progress()
@@ -98,8 +86,9 @@ def _admin_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def core_commands() -> list[Command]:
-    """The commands core contributes through its default plugin."""
+@hookimpl(trylast=True)
+def roadkit_commands() -> Sequence[Command]:
+    """The commands core contributes (this module is one of core's default plugins)."""
 
     def serve_args(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("config", type=Path, help="the server file")
@@ -127,7 +116,6 @@ def core_commands() -> list[Command]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``roadkit`` command."""
-    from roadkit.plugins import Plugins
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

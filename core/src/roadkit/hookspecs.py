@@ -1,21 +1,36 @@
-"""Every roadkit hook. Plugins implement them with ``from roadkit.contract import hookimpl``.
+"""Every roadkit hook. Plugins implement them with ``from roadkit import hookimpl``.
 
 Hooks run at assembly time (start-up, configuration, app building), never per request:
-request-time work is the async methods of :class:`roadkit.source.Source`.
+request-time work is the async methods of :class:`roadkit.routing.source.Source`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pluggy
 
 if TYPE_CHECKING:
-    # Only the public contract: the hooks speak the names plugins import (and no serving code).
-    from roadkit.contract import Api, Command, Cost, ServiceView, Source
+    # The names of the plugin contract (roadkit.contract), from the layers that define them.
+    from roadkit.routing.model import Cost
+    from roadkit.routing.source import Source
+    from roadkit.web.api import Api
+    from roadkit.web.view import ServiceView
 
 hookspec = pluggy.HookspecMarker("roadkit")
+
+
+@attrs.frozen
+class Command:
+    """A sub-command of ``roadkit``: ``configure`` adds its arguments, ``run`` returns the exit status."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
 
 
 @hookspec

@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 
 from roadkit import hookspecs
+from roadkit.hookspecs import Command
 from roadkit.errors import PluginError
-from roadkit.units import UnitRegistry
+from roadkit.routing.units import UnitRegistry
 
 if TYPE_CHECKING:
-    from roadkit.api import Api
-    from roadkit.cli import Command
-    from roadkit.source import Source
+    from roadkit.routing.source import Source
+    from roadkit.web.api import Api
 
 ENTRY_POINT_GROUP = "roadkit"
-DEFAULT_PLUGINS = ("roadkit.defaults",)
+#: Core's own hook implementations, registered first (by name: they sit above this module, as pytest's do).
+DEFAULT_PLUGINS = ("roadkit.defaults", "roadkit.apis.simple", "roadkit.cli")
 
 
 def _names(value: str | None) -> set[str] | None:
@@ -91,7 +92,7 @@ class Plugins:
     def source_kinds(self) -> dict[str, type[Source]]:
         """Source classes by kind; a kind given twice is a PluginError naming both distributions."""
         if self._source_kinds is None:
-            from roadkit.source import Source
+            from roadkit.routing.source import Source
 
             kinds: dict[str, tuple[type[Source], str]] = {}
             for impl in self.pm.hook.roadkit_source_kinds.get_hookimpls():

@@ -14,12 +14,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from roadkit.app import create_app
 from roadkit.config import load_service
 from roadkit.errors import UnsupportedOperation
-from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.plugins import Plugins
-from roadkit.source import Source, SourceState
+from roadkit.routing.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.routing.source import Source, SourceState
+from roadkit.serving.app import create_app
 
 
 def plugins_for_tests(*extra: object, entry_points: bool = True) -> Plugins:

@@ -6,7 +6,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from roadkit.app import SecurityHeaders
+from roadkit.web.security import SecurityHeaders
 
 __all__ = ["API_SECURITY_HEADERS", "BodyLimit", "SecurityHeaders"]
 

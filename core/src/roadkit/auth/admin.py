@@ -21,11 +21,11 @@ import aiohttp
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from roadkit.api import JSONResponse
 from roadkit.auth.oidc import IamUnavailable, InvalidToken, OidcProvider, audiences_of
 from roadkit.auth.tokens import StoredToken, read_tokens
 from roadkit.config.models import AdminAuth, JwtAuth
 from roadkit.errors import Forbidden, RoadkitError, Unauthorized
+from roadkit.web.api import JSONResponse
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from roadkit import allocator
+from roadkit.config import allocator
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (

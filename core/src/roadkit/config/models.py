@@ -69,27 +69,6 @@ def usable_cores() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-#: How many worker processes of its service this process is one of (set by a worker at its start).
-_worker_processes = 1
-
-
-def set_worker_processes(count: int) -> None:
-    """Tell this process it is one of ``count`` worker processes of its service (:func:`cores_per_worker`)."""
-    global _worker_processes
-    _worker_processes = max(1, int(count))
-
-
-def cores_per_worker() -> int:
-    """This process's share of the usable cores: the usable cores over its service's worker processes,
-    at least 1 (all of them in same-process mode).
-
-    The default of an engine's threads: as many engine threads in all as the machine has cores, as
-    the engines' own servers run. With ``workers = "auto"`` that is one per worker; more would make
-    the engines' threads take the cores from each other, each switch costing the caches.
-    """
-    return max(1, usable_cores() // _worker_processes)
-
-
 def max_workers() -> int:
     """The largest ``workers`` number accepted on this machine."""
     return WORKERS_PER_CORE * usable_cores()
@@ -102,7 +81,7 @@ class ManagedService:
     ``child-process`` (recommended) runs ``workers`` processes that share the listeners;
     ``same-process`` runs the service in the administrator's event loop (one worker).
     ``stop_timeout`` bounds a worker's drain (requests in flight) when it stops. ``allocator``:
-    the memory allocator of the child processes (:mod:`roadkit.allocator`).
+    the memory allocator of the child processes (:mod:`roadkit.process.allocator`).
     """
 
     id: str

@@ -1,6 +1,6 @@
 """Serving helpers for the apps, tests and tools: ASGI apps on pre-bound sockets, in a thread, until up.
 
-Apart from the routing core's serving code (``roadkit.listen``) and importing
+Apart from the routing core's serving code (``roadkit.process.listen``) and importing
 nothing of roadkit, so that an app that is no routing service (the development IAM) serves itself
 with these and nothing more.
 """

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import attrs
 from pypolyline.cutil import decode_polyline
 
-from roadkit.contract import (
-    BadRequest,
+from roadkit.contract.apis import BadRequest
+from roadkit.contract.sources import (
     ConstraintKeyType,
     Coord,
     Cost,
@@ -52,8 +52,8 @@ class OsrmKind:
     operations = frozenset({"route", "nearest"})
     #: banned values are OSRM exclude classes
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}
-    #: services of the native OSRM API these sources answer (see roadkit_osrm.native.contract)
-    native_services = ("route", "nearest", "table", "trip", "match", "tile")
+    #: services of the native OSRM API these sources answer (see roadkit.contract.native_osrm)
+    native_services: ClassVar[tuple[str, ...]] = ("route", "nearest", "table", "trip", "match", "tile")
     options: Any
 
     def costs(self) -> Sequence[Cost]:

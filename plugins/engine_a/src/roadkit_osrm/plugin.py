@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from roadkit.contract import Api, Source, hookimpl
+from roadkit.contract.apis import Api, Source, hookimpl
 from roadkit_osrm.remote import OsrmHttpSource
 from roadkit_osrm.source import OsrmSource
 

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from roadkit.contract import Command, Progress, RoadkitError
+from roadkit.contract.sources import Command, Progress, RoadkitError
 
 
 def profiles_dir() -> Path:

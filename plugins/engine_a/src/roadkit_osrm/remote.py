@@ -14,7 +14,8 @@ from typing import Any
 import attrs
 import orjson
 
-from roadkit.contract import (
+from roadkit.contract.native_osrm import NativeAnswer, NativeRequest, NativeSource
+from roadkit.contract.sources import (
     ConfigurationError,
     EngineError,
     HttpSettings,
@@ -27,7 +28,6 @@ from roadkit.contract import (
     SourceConfig,
 )
 from roadkit_osrm import mapping
-from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 from roadkit_osrm.source import OsrmCost
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class OsrmHttpOptions:
     url_profile: str = "driving"
 
 
-class OsrmHttpSource(mapping.OsrmKind, RemoteSource):
+class OsrmHttpSource(mapping.OsrmKind, RemoteSource, NativeSource):
     """OSRM answered by osrm-routed servers over HTTP (aiohttp, one connection pool per source)."""
 
     kind = "osrm-http"

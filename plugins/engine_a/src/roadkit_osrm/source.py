@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 import attrs
 
-from roadkit.contract import (
+from roadkit.contract.native_osrm import NativeAnswer, NativeRequest, NativeSource
+from roadkit.contract.sources import (
     ConfigurationError,
     EngineError,
     NearestRequest,
@@ -24,7 +25,6 @@ from roadkit.contract import (
     resolve,
 )
 from roadkit_osrm import mapping
-from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class OsrmOptions:
     max_nearest: int = 100
 
 
-class OsrmSource(mapping.OsrmKind, Source):
+class OsrmSource(mapping.OsrmKind, Source, NativeSource):
     """OSRM through osrm-bindings. The binding holds the GIL: one engine thread per source."""
 
     kind = "osrm"

@@ -14,7 +14,8 @@ from typing import Any, ClassVar, TypeVar
 
 import orjson
 
-from roadkit.contract import (
+from roadkit.contract.native_osrm import NativeAnswer, NativeRequest, NativeSource
+from roadkit.contract.sources import (
     ConfigurationError,
     ConstraintKeyType,
     Cost,
@@ -82,7 +83,7 @@ def operation_of(action: str) -> str:
     return "nearest" if action == "locate" else action
 
 
-class ValhallaBase(Source):
+class ValhallaBase(Source, NativeSource):
     """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
 
     operations = frozenset({"route", "isochrone", "nearest"})
@@ -90,7 +91,7 @@ class ValhallaBase(Source):
         "name-valhalla": ConstraintKeyType(("=",))
     }  # banned values are costing options
     #: services of the OSRM plugin's native API these sources answer (see :meth:`native`)
-    native_services = ("route", "nearest")
+    native_services: ClassVar[tuple[str, ...]] = ("route", "nearest")
     #: the most locations one route takes, for every costing of the source (Valhalla's service_limits,
     #: read when the source connects; None: not known, Valhalla refuses beyond its own)
     max_locations: int | None = None
@@ -191,7 +192,7 @@ class ValhallaBase(Source):
         """osrm-routed's limits the source lowers: a route's coordinates, at most Valhalla's max_locations."""
         return {} if self.max_locations is None else {"max_viaroute_size": self.max_locations}
 
-    async def native(self, request: Any) -> Any:
+    async def native(self, request: NativeRequest) -> NativeAnswer:
         """A native OSRM request (the OSRM plugin's ``osrm/1.0.0`` API): route and nearest, OSRM-shaped.
 
         osrm-routed's order: options, then limits (``request.limits``, these sources' lowered), then the
@@ -217,7 +218,7 @@ class ValhallaBase(Source):
             if request.service == "route":
                 body = native.route_body(params, self.setting(request.cost))
                 answer = await self.ask("route", body, lambda found: native.shape_route(found, params))
-                return native.NativeAnswer(200, orjson.dumps(answer))
+                return NativeAnswer(200, orjson.dumps(answer))
             costing = self.setting(request.cost).costing
             number = int(params.get("number_of_results", 1))
             found: list[list[dict[str, Any]]] = []
@@ -226,6 +227,6 @@ class ValhallaBase(Source):
                 located: Any = await self.ask("locate", body, lambda answer: answer)
                 found.append(native.nearest_waypoints(located, point, number))
             waypoints = found[0] if len(found) == 1 else found
-            return native.NativeAnswer(200, orjson.dumps({"code": "Ok", "waypoints": waypoints}))
+            return NativeAnswer(200, orjson.dumps({"code": "Ok", "waypoints": waypoints}))
         except RoadkitError as exc:
             return native.engine_error(exc)

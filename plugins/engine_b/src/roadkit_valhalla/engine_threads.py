@@ -28,8 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from roadkit.contract import connection_waiting
-
 T = TypeVar("T")
 
 #: The engine handle of each engine thread.
@@ -187,7 +185,7 @@ class InlineEngine:
     No thread hand-off: no queue, no thread wake-up, no ``call_soon_threadsafe``, no GIL passing
     between threads; measured (bench/README.md), 0-4 % less CPU an isochrone than
     :class:`EngineThreads` with one thread. A connection waiting to be accepted is accepted before
-    the next call (:func:`~roadkit.contract.connection_waiting`): it ends a batch. Its cost: the loop
+    the next call (the source context's ``connection_waiting``): it ends a batch. Its cost: the loop
     does nothing else during a call, so a time-out cannot cut a call under way (its 504 comes once the call
     returns), and the worker's other requests wait for it. A request that gave up while its call
     waited (time-out, client gone) is skipped.
@@ -197,8 +195,9 @@ class InlineEngine:
     #: At most this many turns of the loop in a row let a waiting connection be accepted before a call runs.
     MAX_ACCEPT_TURNS = 64
 
-    def __init__(self, handle: Any, batching: Batching | None = None) -> None:
+    def __init__(self, handle: Any, batching: Batching | None = None, connection_waiting: Callable[[], bool] = lambda: False) -> None:
         self._handle = handle
+        self._connection_waiting = connection_waiting
         self._batching = batching or Batching()
         self._accept_turns = 0
         self._waiting: collections.deque[tuple[asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]]] = collections.deque()
@@ -212,7 +211,7 @@ class InlineEngine:
         takes one per turn) instead of it waiting for the calls queued before its first request.
         """
         waiting = self._waiting
-        if waiting and self._accept_turns < self.MAX_ACCEPT_TURNS and connection_waiting():
+        if waiting and self._accept_turns < self.MAX_ACCEPT_TURNS and self._connection_waiting():
             self._accept_turns += 1
             asyncio.get_running_loop().call_soon(self._next)
             return
@@ -230,7 +229,7 @@ class InlineEngine:
                 future.set_exception(error)
             else:
                 future.set_result(result)
-            if batch.answer(started) or (waiting and connection_waiting()):
+            if batch.answer(started) or (waiting and self._connection_waiting()):
                 break
         if waiting:
             # After the answered requests' wake-ups, and after the loop's next look at its sockets.

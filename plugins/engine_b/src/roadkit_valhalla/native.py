@@ -3,8 +3,8 @@
 The OSRM plugin's native API (``osrm/1.0.0``) parses the URL as osrm-routed does and hands the parsed
 options here (``request.params``, keys named as in osrm-bindings). Routes go to Valhalla with
 ``directions_options.format = "osrm"``; nearest points come from ``locate``, shaped like OSRM's
-``nearest`` waypoints. The request and answer types are duck-typed so that this plugin does not
-depend on the OSRM plugin: an answer has ``status``, ``body`` and ``content_type``.
+``nearest`` waypoints. The request and answer types are core's native OSRM protocol
+(:mod:`roadkit.contract.native_osrm`), so this plugin does not depend on the OSRM plugin.
 """
 
 from __future__ import annotations
@@ -12,27 +12,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import attrs
 import orjson
 
-from roadkit.contract import RoadkitError
+from roadkit.contract.native_osrm import NativeAnswer
+from roadkit.contract.sources import RoadkitError
 from roadkit_valhalla import translate
 from roadkit_valhalla.options import ValhallaCost
 
 SERVICES = ("route", "nearest")
-JSON_TYPE = "application/json; charset=UTF-8"
 _SHAPES = {"polyline": "polyline5", "polyline6": "polyline6", "geojson": "geojson"}
 _SIDES = {"curb": "same", "opposite": "opposite", "unrestricted": "either"}
 _MISMATCH = "Number of elements in {} size {} does not match coordinate size {}"
-
-
-@attrs.frozen
-class NativeAnswer:
-    """Status, body and content type returned to the client as they are."""
-
-    status: int
-    body: bytes
-    content_type: str = JSON_TYPE
 
 
 def error(code: str, message: str, status: int = 400) -> NativeAnswer:

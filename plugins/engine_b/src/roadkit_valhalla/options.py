@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
-from roadkit.contract import ConfigurationError, HttpSettings, SourceConfig, cores_per_worker, resolve, structure
+from roadkit.contract.sources import ConfigurationError, HttpSettings, SourceConfig, resolve, structure
 
 COSTINGS = frozenset({"auto", "bicycle", "bus", "taxi", "truck", "motor_scooter", "motorcycle", "pedestrian", "multimodal", "bikeshare"})
 WALKING_COSTINGS = frozenset({"pedestrian", "multimodal"})
@@ -67,7 +67,7 @@ class ValhallaLimits:
     """Request-time limits of the source.
 
     ``threads``: engine threads, each with its own Actor (default: the usable cores over the
-    service's worker processes, at least 1: :func:`roadkit.contract.cores_per_worker`);
+    service's worker processes, at least 1: ``Source.context.cores``);
     ``engine_calls``: ``"threads"`` (the default: the calls run on the engine threads) or
     ``"inline"`` (with ``threads = 1``: the one Actor called on the event loop's thread, in arrival
     order, no thread hand-off; the worker's other requests wait for a call under way);
@@ -116,10 +116,6 @@ class ValhallaOptions:
     @property
     def tile_dir(self) -> Path:
         return self.storage.dir or self.storage.config.parent / "tiles"
-
-    @property
-    def threads(self) -> int:
-        return self.limits.threads or cores_per_worker()
 
 
 def _from_road2(data: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from roadkit.contract import Source, hookimpl
+from roadkit.contract.sources import Source, hookimpl
 from roadkit_valhalla.remote import ValhallaHttpSource
 from roadkit_valhalla.source import ValhallaSource
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from roadkit.contract import Command, ConfigurationError, Progress, RoadkitError, SourceConfig
+from roadkit.contract.sources import Command, ConfigurationError, Progress, RoadkitError, SourceConfig
 from roadkit_valhalla.options import ValhallaOptions
 
 _STAGES = ("Parsing", "Creating graph", "Enhancing", "Validating", "Adding", "transit", "Finished", "hierarchy", "shortcuts", "Building")

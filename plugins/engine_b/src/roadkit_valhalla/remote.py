@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from roadkit.contract import RemoteSource, SourceConfig
+from roadkit.contract.sources import RemoteSource, SourceConfig
 from roadkit_valhalla.base import ValhallaBase, engine_error, operation_of, too_large
 from roadkit_valhalla.options import ValhallaHttpOptions, parse_http_options
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from roadkit.contract import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable
+from roadkit.contract.sources import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable
 from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
 from roadkit_valhalla.engine_threads import Batching, EngineThreads, InlineEngine, current_handle
 from roadkit_valhalla.options import ValhallaOptions, parse_options
@@ -72,7 +72,8 @@ class ValhallaSource(ValhallaBase):
         return parse_options(config)
 
     def threads(self) -> int:
-        return self.options.threads
+        """The engine threads: ``limits.threads``, else this process's share of the cores."""
+        return self.options.limits.threads or self.context.cores
 
     @classmethod
     def data_paths(cls, config: SourceConfig, options: ValhallaOptions) -> Sequence[Path]:
@@ -114,7 +115,9 @@ class ValhallaSource(ValhallaBase):
         limits = self.options.limits
         batching = Batching(limits.batch, limits.batch_delay_ms / 1000.0)
         if limits.engine_calls == "inline":
-            self._engine = InlineEngine(actors[0], batching)  # parse_options: inline only with limits.threads = 1
+            self._engine = InlineEngine(
+                actors[0], batching, self.context.connection_waiting
+            )  # parse_options: inline only with limits.threads = 1
         else:
             self._engine = EngineThreads(actors, f"valhalla-{self.id}", batching)
         self.state = SourceState.GREEN

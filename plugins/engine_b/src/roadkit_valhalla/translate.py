@@ -26,7 +26,7 @@ import shapely
 from pypolyline.cutil import decode_polyline
 from shapely.geometry import mapping, shape
 
-from roadkit.contract import (
+from roadkit.contract.sources import (
     Constraint,
     Coord,
     GeoJSONText,

@@ -3,7 +3,7 @@
 A database is named by a database file or a DSN. Sources that name the same one (in the same event
 loop) share one pool, sized by the file's ``pool_size``; the pool closes when its last source
 disconnects. A database file with ``cluster`` runs a private PostgreSQL cluster in that folder
-(``roadkit.pgcluster``), started by the first source and stopped with the pool.
+(``roadkit_support.pgcluster``), started by the first source and stopped with the pool.
 
 A request is one statement on a pooled connection, and leaves nothing on the session but the
 statement time-out, which each connection remembers (:class:`PgConnection`): so a connection going
@@ -20,8 +20,8 @@ from typing import Any
 import asyncpg
 import attrs
 
-from roadkit.contract import PrivateCluster
 from roadkit_pgrouting.options import DatabaseFile, read_database_file
+from roadkit_support.pgcluster import PrivateCluster
 
 log = logging.getLogger(__name__)
 

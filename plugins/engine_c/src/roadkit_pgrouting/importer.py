@@ -21,7 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from roadkit.contract import Command, Progress, RoadkitError
+from roadkit.contract.sources import Command, Progress, RoadkitError
 from roadkit_pgrouting import import_sql, restrictions
 from roadkit_pgrouting.database import EXTENSIONS, describe, settings_of, start_cluster
 from roadkit_pgrouting.options import IDENTIFIER, DatabaseFile, quote

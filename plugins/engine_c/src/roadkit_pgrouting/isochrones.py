@@ -21,7 +21,7 @@ from typing import Any
 import shapely
 from shapely.geometry import mapping
 
-from roadkit.contract import Coord, IsochroneRequest, IsochroneResponse
+from roadkit.contract.sources import Coord, IsochroneRequest, IsochroneResponse
 from roadkit_pgrouting.options import PgCost, quote
 from roadkit_pgrouting.sql import Binder
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from roadkit.contract import ConfigurationError, SourceConfig, read_document, resolve, structure
+from roadkit.contract.sources import ConfigurationError, SourceConfig, read_document, resolve, structure
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from roadkit.contract import Source, hookimpl
+from roadkit.contract.sources import Source, hookimpl
 from roadkit_pgrouting.source import PgRoutingSource
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from roadkit.contract import Progress, SourceConfig
+from roadkit.contract.sources import Progress, SourceConfig
 from roadkit_pgrouting.database import settings_of, start_cluster
 from roadkit_pgrouting.importer import import_osm, schema_exists
 from roadkit_pgrouting.options import PgOptions

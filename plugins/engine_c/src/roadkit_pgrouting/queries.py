@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from roadkit.contract import (
+from roadkit.contract.sources import (
     Coord,
     IsochroneRequest,
     IsochroneResponse,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import asyncpg
 
-from roadkit.contract import (
+from roadkit.contract.sources import (
     ConstraintKeyType,
     Cost,
     CostTable,

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from roadkit.contract import Constraint, EngineError
+from roadkit.contract.sources import Constraint, EngineError
 from roadkit_pgrouting.options import IDENTIFIER, quote
 
 # Column types whose values are compared natively; other columns are compared as text.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -11,22 +11,19 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 from roadkit import __version__
-from roadkit.api import JSONResponse, base_url, error_response, fallback_route, http_exception_handler, server_error_handler
+from roadkit.apis.admin.backend import AdminBackend
 from roadkit.apis.admin.publication import publication_routes
 from roadkit.apis.admin.services import management_routes
-from roadkit.app import SecurityHeaders
 from roadkit.auth.admin import AdminAuthMiddleware
-from roadkit.config.files import read_document
-from roadkit.docs import docs_routes
 from roadkit.errors import ParameterInvalid
-
-if TYPE_CHECKING:
-    from roadkit.administrator import Administrator
+from roadkit.web.api import JSONResponse, base_url, error_response, fallback_route, http_exception_handler, server_error_handler
+from roadkit.web.docs import docs_routes
+from roadkit.web.security import SecurityHeaders
 
 PREFIX = "/admin/1.0.0"
 
 
-def create_admin_app(admin: Administrator) -> Starlette:
+def create_admin_app(admin: AdminBackend) -> Starlette:
     """The administrator's app: the admin API under ``/admin/1.0.0``."""
 
     def guarded(handler: Any) -> Any:
@@ -65,26 +62,25 @@ def create_admin_app(admin: Administrator) -> Starlette:
         return JSONResponse(body, status_code=200 if body["state"] == "green" else 503)
 
     async def configuration(request: Request) -> Response:
-        return JSONResponse(read_document(admin.config.path))
+        return JSONResponse(admin.configuration())
 
     async def services(request: Request) -> Response:
-        return JSONResponse([handle.describe() for handle in admin.handles.values()])
+        return JSONResponse(admin.services())
 
     async def service(request: Request) -> Response:
-        return JSONResponse(admin.handle(service_id(request)).describe())
+        return JSONResponse(admin.describe(service_id(request)))
 
     async def restart(request: Request) -> Response:
         # Road2's verb is GET. Calls made during a start or restart are merged into one next restart.
-        handle = admin.handle(service_id(request))
-        await handle.restart()
-        return JSONResponse(handle.describe())
+        return JSONResponse(await admin.restart(service_id(request)))
 
     async def projection(request: Request) -> Response:
-        handle = admin.handle(service_id(request))
+        sid = service_id(request)
+        admin.describe(sid)  # 404 first
         pid = request.path_params["projection"].strip()
         if not pid:
             raise ParameterInvalid("projection", "expected a projection id, got an empty value")
-        return JSONResponse(await handle.projection(pid))
+        return JSONResponse(await admin.projection(sid, pid))
 
     def openapi(request: Request) -> dict[str, Any]:
         from roadkit.apis.admin.openapi import admin_openapi

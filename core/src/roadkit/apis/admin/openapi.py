@@ -6,8 +6,8 @@ from typing import Any
 
 from roadkit import __version__
 from roadkit.apis.admin.openapi_writes import SECURITY_SCHEMES, write_paths, write_schemas
-from roadkit.lifecycle import HealthState, Lifecycle
 from roadkit.plugins import Plugins
+from roadkit.serving.lifecycle import HealthState, Lifecycle
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from roadkit.allocator import LIBRARIES, PATH_REGEX
+from roadkit.config.allocator import LIBRARIES, PATH_REGEX
 from roadkit.config.loader import BBOX_REGEX, HOST_MAX_LENGTH, HOST_REGEX
 from roadkit.config.models import max_workers
-from roadkit.publication import ID_REGEX
+from roadkit.serving.documents import ID_REGEX
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _SERVICE = {

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from roadkit.api import JSONResponse, read_json_body
-from roadkit.management import Management
-
-if TYPE_CHECKING:
-    from roadkit.administrator import Administrator
+from roadkit.apis.admin.backend import AdminBackend
+from roadkit.web.api import JSONResponse, read_json_body
 
 #: The largest service document accepted.
 MAX_BODY_BYTES = 1_000_000
@@ -21,28 +17,21 @@ MAX_BODY_BYTES = 1_000_000
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def management_routes(admin: Administrator, guarded: Callable[[Handler], Handler], service_id: Callable[[Request], str]) -> list[Route]:
+def management_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler], service_id: Callable[[Request], str]) -> list[Route]:
     """``POST /services``, ``PUT /services/{service}``, ``DELETE /services/{service}``."""
-    management = Management(admin)
 
     async def create(request: Request) -> Response:
         body = await read_json_body(request, MAX_BODY_BYTES)
-        async with admin.writes:
-            handle = await management.create(body)
-        return JSONResponse(handle.describe(), status_code=201)
+        return JSONResponse(await admin.create(body), status_code=201)
 
     async def modify(request: Request) -> Response:
         sid = service_id(request)
-        admin.handle(sid)  # 404 before reading a body
+        admin.describe(sid)  # 404 before reading a body
         body = await read_json_body(request, MAX_BODY_BYTES)
-        async with admin.writes:
-            handle = await management.modify(sid, body)
-        return JSONResponse(handle.describe())
+        return JSONResponse(await admin.modify(sid, body))
 
     async def delete(request: Request) -> Response:
-        sid = service_id(request)
-        async with admin.writes:
-            await management.delete(sid)
+        await admin.delete(service_id(request))
         return Response(status_code=204)
 
     return [

@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from roadkit.api import Api, JSONResponse, QueryRoute, base_url, error_answer, error_response, fallback_route
+from roadkit import hookimpl
 from roadkit.apis.simple import operations
 from roadkit.apis.simple.capabilities import build_capabilities, with_base_url
 from roadkit.apis.simple.inputs import query_parameters, read_parameters
-from roadkit.docs import docs_routes
 from roadkit.errors import OperationNotPermitted, RoadkitError
+from roadkit.web.api import Api, JSONResponse, QueryRoute, base_url, error_answer, error_response, fallback_route
+from roadkit.web.docs import docs_routes
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
-    from roadkit.view import ServiceView
+    from roadkit.web.view import ServiceView
 
 PREFIX = "/simple/1.0.0"
-Handler = Callable[["Service", dict[str, Any]], Awaitable[dict[str, Any]]]
+Handler = Callable[["ServiceView", dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def operation_names(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -31,7 +31,7 @@ def operation_names(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {op: (env.get(f"{op.upper()}_ROUTE") or op).strip("/") for op in ("route", "isochrone", "nearest")}
 
 
-def build_routes(service: Service) -> list[BaseRoute]:
+def build_routes(service: ServiceView) -> list[BaseRoute]:
     """The simple API's routes for one service."""
     names = operation_names()
     capabilities: dict[str, Any] | None = None
@@ -77,7 +77,7 @@ def build_routes(service: Service) -> list[BaseRoute]:
                 return error_response(exc)
 
         async def answer(query: bytes) -> tuple[int, Any]:
-            # A GET straight from the ASGI scope (roadkit.app's fast path): what ``run`` answers to it.
+            # A GET straight from the ASGI scope (roadkit.serving.app's fast path): what ``run`` answers to it.
             try:
                 check()
                 return 200, await handler(service, query_parameters(query))
@@ -97,24 +97,21 @@ def build_routes(service: Service) -> list[BaseRoute]:
     return routes
 
 
-def simple_openapi(service: Service, base: str) -> dict[str, Any]:
+def simple_openapi(service: ServiceView, base: str) -> dict[str, Any]:
     from roadkit.apis.simple.openapi import openapi_document
 
     return openapi_document(service, base, operation_names())
 
 
-def _service(view: ServiceView) -> Service:
-    """The Service behind a plugin-facing view: core's own API is always given the Service itself."""
-    from roadkit.service import Service
-
-    if not isinstance(view, Service):
-        raise TypeError(f"the simple API serves a roadkit Service, not {type(view).__name__}")
-    return view
+@hookimpl(trylast=True)
+def roadkit_apis() -> Sequence[Api]:
+    """Core's simple API (this module is one of core's default plugins)."""
+    return [SIMPLE_API]
 
 
 SIMPLE_API = Api(
     "simple",
     "1.0.0",
-    routes=lambda view: build_routes(_service(view)),
-    openapi=lambda view, base: simple_openapi(_service(view), base),
+    routes=build_routes,
+    openapi=simple_openapi,
 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from roadkit.operations import DESCRIPTIONS, OPERATIONS, ParameterSpec
-from roadkit.resources import capabilities_of
+from roadkit.routing.operations import DESCRIPTIONS, OPERATIONS, ParameterSpec
+from roadkit.routing.resources import capabilities_of
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
+    from roadkit.web.view import ServiceView
 
 
 def _parameter(spec: ParameterSpec) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def _parameter(spec: ParameterSpec) -> dict[str, Any]:
     return entry
 
 
-def build_capabilities(service: Service, names: dict[str, str]) -> dict[str, Any]:
+def build_capabilities(service: ServiceView, names: dict[str, str]) -> dict[str, Any]:
     """The capabilities document; operation URLs are relative until :func:`with_base_url`."""
     app = service.config.application
     provider = app.provider
@@ -63,7 +63,7 @@ def build_capabilities(service: Service, names: dict[str, str]) -> dict[str, Any
         ],
         "resources": [capabilities_of(resource) for resource in service.resources.values()],
     }
-    service.plugins.extend_capabilities(service, capabilities)
+    service.extend_capabilities(capabilities)
     return capabilities
 
 

@@ -9,12 +9,12 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
-from roadkit.api import read_json_body
 from roadkit.errors import BadRequest, ParameterInvalid, ParameterMissing
-from roadkit.model import Coord
-from roadkit.parameters import Parameter, PointParameter, parse_values
-from roadkit.projections import ProjectionRegistry
-from roadkit.resources import ResourceOperation
+from roadkit.routing.model import Coord
+from roadkit.routing.parameters import Parameter, PointParameter, parse_values
+from roadkit.routing.projections import ProjectionRegistry
+from roadkit.routing.resources import ResourceOperation
+from roadkit.web.api import read_json_body
 
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$")
 

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from roadkit import __version__
 from roadkit.apis.simple.openapi_exact import Shared, request_schema
-from roadkit.operations import DESCRIPTIONS, OPERATIONS
+from roadkit.routing.operations import DESCRIPTIONS, OPERATIONS
 
 if TYPE_CHECKING:
-    from roadkit.service import Service
+    from roadkit.web.view import ServiceView
 
 _NUMBER_OR_TEXT = {"oneOf": [{"type": "number"}, {"type": "string", "description": "HH:MM:SS when timeUnit is standard"}]}
 _GEOMETRY = {
@@ -132,7 +132,7 @@ def _responses(schema: str) -> dict[str, Any]:
     return responses
 
 
-def openapi_document(service: Service, base: str, names: dict[str, str]) -> dict[str, Any]:
+def openapi_document(service: ServiceView, base: str, names: dict[str, str]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the simple API, with the operation paths actually served."""
     paths: dict[str, Any] = {
         "/getcapabilities": {

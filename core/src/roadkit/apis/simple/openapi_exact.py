@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from roadkit.constraint_support import check_bans
 from roadkit.errors import RoadkitError
-from roadkit.operations import OPERATIONS, ParameterSpec
-from roadkit.parameters import (
+from roadkit.routing.constraints import check_bans
+from roadkit.routing.operations import OPERATIONS, ParameterSpec
+from roadkit.routing.parameters import (
     BoolParameter,
     ConstraintParameter,
     EnumParameter,
@@ -34,12 +34,12 @@ from roadkit.parameters import (
     PointParameter,
     StringParameter,
 )
-from roadkit.patterns import decimal_pattern, digit_ranges
+from roadkit.web.patterns import decimal_pattern, digit_ranges
 
 if TYPE_CHECKING:
-    from roadkit.projections import ProjectionRegistry
-    from roadkit.resources import Resource
-    from roadkit.service import Service
+    from roadkit.routing.projections import ProjectionRegistry
+    from roadkit.routing.resources import Resource
+    from roadkit.web.view import ServiceView
 
 #: Above this many constraint combinations, only single constraints are described.
 MAX_CONSTRAINT_COMBINATIONS = 200
@@ -124,7 +124,7 @@ def _text_or_native(text: dict[str, Any], native: dict[str, Any] | None, *, post
     return {"anyOf": [native, text]} if post and native else text
 
 
-def parameter_schema(service: Service, param: Parameter, crs: str, *, post: bool) -> dict[str, Any] | None:
+def parameter_schema(service: ServiceView, param: Parameter, crs: str, *, post: bool) -> dict[str, Any] | None:
     """The schema of one parameter's value, or None when no value can be described (leave it out)."""
     spec = param.spec
     if isinstance(param, PointParameter):
@@ -247,7 +247,7 @@ def _optional(schema: dict[str, Any], *, post: bool) -> dict[str, Any]:
 Split = tuple[str | None, str | None, float | None]
 
 
-def _unit_splits(service: Service, operation: Any, op: str, cost_type: str | None, source: Any) -> list[Split]:
+def _unit_splits(service: ServiceView, operation: Any, op: str, cost_type: str | None, source: Any) -> list[Split]:
     """``(unit parameter, unit, largest costValue)`` of an isochrone whose engine has a limit, one per unit.
 
     The largest costValue depends on the unit asked: one variant per unit then; else one variant
@@ -291,7 +291,7 @@ class Shared:
         return {"$ref": f"#/components/schemas/{name}"}
 
 
-def variants(service: Service, resource: Resource, op: str, *, post: bool, shared: Shared | None = None) -> list[dict[str, Any]]:
+def variants(service: ServiceView, resource: Resource, op: str, *, post: bool, shared: Shared | None = None) -> list[dict[str, Any]]:
     """The object schemas of ``op`` on ``resource``: one per request CRS and cost."""
     shared = shared or Shared()
     operation = resource.operations[op]
@@ -356,7 +356,9 @@ def variants(service: Service, resource: Resource, op: str, *, post: bool, share
     return found
 
 
-def request_schema(service: Service, op: str, resources: Iterable[Resource], *, post: bool, shared: Shared | None = None) -> dict[str, Any]:
+def request_schema(
+    service: ServiceView, op: str, resources: Iterable[Resource], *, post: bool, shared: Shared | None = None
+) -> dict[str, Any]:
     """One schema for ``op``: any variant of any resource offering it (big parts kept in ``shared``)."""
     every = [v for r in resources if op in r.operations for v in variants(service, r, op, post=post, shared=shared)]
     schema: dict[str, Any] = {"type": "object", "anyOf": every} if every else {"type": "object", "not": {}}

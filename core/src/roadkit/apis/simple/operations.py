@@ -7,18 +7,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from roadkit.apis.simple.inputs import Inputs
-from roadkit.constraint_support import check_bans
 from roadkit.errors import EngineError, ParameterInvalid, ParameterMissing
-from roadkit.geometry import bbox, line, slice_between, write_geometry
-from roadkit.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.routing.constraints import check_bans
+from roadkit.routing.geometry import bbox, line, slice_between, write_geometry
+from roadkit.routing.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 
 if TYPE_CHECKING:
-    from roadkit.resources import Resource
-    from roadkit.service import Service
-    from roadkit.source import Source
+    from roadkit.routing.resources import Resource
+    from roadkit.routing.source import Source
+    from roadkit.web.view import ServiceView
 
 
-def _resource(service: Service, params: dict[str, Any], op: str) -> Resource:
+def _resource(service: ServiceView, params: dict[str, Any], op: str) -> Resource:
     rid = params.get("resource")
     if rid is None:
         raise ParameterMissing("resource")
@@ -41,7 +41,7 @@ def _engine_date(value: datetime | None, source: Source) -> datetime | None:
     return value
 
 
-async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+async def route(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
     """Validate a route request in Road2's order, compute it and write the response."""
     resource = _resource(service, params, "route")
     inputs = Inputs(params, resource.operation("route"), service.projections)
@@ -132,7 +132,7 @@ async def route(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-async def nearest(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+async def nearest(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
     """The graph points nearest to ``coordinates``; distances in meters."""
     resource = _resource(service, params, "nearest")
     inputs = Inputs(params, resource.operation("nearest"), service.projections)
@@ -155,7 +155,7 @@ async def nearest(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
+async def isochrone(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
     """Validate an isochrone request in Road2's order, compute it and write the response."""
     resource = _resource(service, params, "isochrone")
     inputs = Inputs(params, resource.operation("isochrone"), service.projections)
@@ -212,7 +212,7 @@ async def isochrone(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _reproject(service: Service, geometry: Mapping[str, Any], source: str, target: str) -> Mapping[str, Any]:
+def _reproject(service: ServiceView, geometry: Mapping[str, Any], source: str, target: str) -> Mapping[str, Any]:
     kind = geometry["type"]
     if source == target and kind in ("Point", "Polygon", "MultiPolygon"):
         return geometry  # written as it is: no copy of every coordinate

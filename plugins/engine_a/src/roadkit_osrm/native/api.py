@@ -20,17 +20,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
-from roadkit.contract import Api, ConfigurationError, JSONResponse, Resource, RoadkitError, ScopeRoute, base_url, docs_routes
+from roadkit.contract.apis import Api, JSONResponse, RoadkitError, ScopeRoute, base_url, docs_routes
+from roadkit.contract.native_osrm import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
 from roadkit_osrm.native.body import POST_SERVICES, BodyError, parse_body
-from roadkit_osrm.native.contract import JSON_TYPE, NativeAnswer, NativeRequest, NativeSource
 from roadkit_osrm.native.openapi import native_openapi
 from roadkit_osrm.native.query import SERVICES, QueryError, parse_query
 from roadkit_osrm.native.render import error_body
 from roadkit_osrm.native.settings import NativeSettings, read_settings
+from roadkit_osrm.native.settings import of as native_settings
 from roadkit_osrm.native.url import UrlError, parse_post_url, parse_url, uri_decode
 
 if TYPE_CHECKING:
-    from roadkit.contract import ServiceView
+    from roadkit.contract.apis import ServiceView
 
 PREFIX = "/osrm/1.0.0"
 
@@ -95,29 +96,13 @@ class NativeHandler:
 
     def __init__(self, service: ServiceView) -> None:
         self.service = service
-        # by resource id: the Resource object read and its settings (a republished resource is a new object)
-        self._settings: dict[str, tuple[Resource, NativeSettings | ConfigurationError]] = {}
-
-    def settings(self, resource: Resource) -> NativeSettings:
-        cached = self._settings.get(resource.id)
-        if cached is not None and cached[0] is resource:
-            found = cached[1]
-        else:
-            try:
-                found = read_settings(resource)
-            except ConfigurationError as exc:
-                found = exc
-            self._settings[resource.id] = (resource, found)
-        if isinstance(found, ConfigurationError):
-            raise found
-        return found
 
     async def handle(self, request: Request) -> Response:
         """A request through Starlette (any method)."""
         return await self.respond(request.scope, request)
 
     async def answer(self, scope: Scope) -> Response:
-        """A GET or HEAD straight from the ASGI scope (``roadkit.app.ServiceApp``): what :meth:`handle` answers."""
+        """A GET or HEAD straight from the ASGI scope (``roadkit.serving.app.ServiceApp``): what :meth:`handle` answers."""
         return await self.respond(scope, None)
 
     async def respond(self, scope: Scope, request: Request | None) -> Response:
@@ -131,10 +116,7 @@ class NativeHandler:
         resource = self.service.resources.get(resource_id)
         if resource is None:
             return _error(404, "InvalidResource", f"Resource '{resource_id}' does not exist on this service")
-        try:
-            settings = self.settings(resource)
-        except ConfigurationError as exc:
-            return _error(503, "InvalidConfiguration", exc.message)
+        settings = native_settings(resource)
         rest = parts[4:]
         optimization: str | None = None
         road2 = len(rest) >= 5 and rest[4] == b"_"
@@ -172,7 +154,7 @@ class NativeHandler:
             wanted = f"{profile}/{optimization}" if optimization else profile
             return _error(400, "InvalidProfile", f"Profile {wanted} not found on resource {resource.id} (known: {known})")
         source, cost = chosen
-        if not isinstance(source, NativeSource) or url.service not in getattr(source, "native_services", frozenset()):
+        if not isinstance(source, NativeSource) or url.service not in source.native_services:
             return _error(400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})")
         body: bytes | None = None
         try:
@@ -206,13 +188,10 @@ class NativeHandler:
     def resources(self) -> list[dict[str, Any]]:
         listed = []
         for resource in self.service.resources.values():
-            try:
-                settings = self.settings(resource)
-            except ConfigurationError:
-                continue
+            settings = native_settings(resource)
             services: list[str] = []
             for source in resource.sources:
-                for name in getattr(source, "native_services", ()):
+                for name in source.native_services if isinstance(source, NativeSource) else ():
                     if name not in services:
                         services.append(name)
             if not services:
@@ -280,4 +259,4 @@ def openapi(service: ServiceView, base: str) -> dict[str, Any]:
     return native_openapi(service, base)
 
 
-NATIVE_API = Api("osrm", "1.0.0", routes=build_routes, openapi=openapi)
+NATIVE_API = Api("osrm", "1.0.0", routes=build_routes, openapi=openapi, settings_class=NativeSettings, parse_settings=read_settings)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from roadkit_osrm.native.checks import check_limits, wrong_option_help
-from roadkit_osrm.native.contract import NativeAnswer, NativeRequest
+from roadkit.contract.native_osrm import NativeAnswer, NativeRequest
+from roadkit_osrm.native.checks import wrong_option_help
 from roadkit_osrm.native.render import error_body, render
 
 _COMMON = ("coordinates", "hints", "radiuses", "bearings", "approaches", "generate_hints", "exclude", "snapping")
@@ -105,7 +105,7 @@ def refusal(request: NativeRequest, engine: Any = None) -> tuple[Any, NativeAnsw
         problem = exclude_problem(engine, params["exclude"])
         if problem is not None:
             return None, problem
-    exceeded = check_limits(service, params, request.limits)
+    exceeded = request.limits.exceeded(service, params)
     if exceeded is not None:
         return None, NativeAnswer(400, error_body(*exceeded))
     return built, None

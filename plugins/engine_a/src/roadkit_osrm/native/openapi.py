@@ -6,7 +6,7 @@ answering that service, the coordinates as a pattern (``{lon},{lat};...`` in the
 encoded polyline, ``tile(x,y,z).mvt``) with osrm-routed's limits on their number, and each option
 osrm-routed takes as a query parameter (or a JSON body member for POST) with its syntax and values.
 
-A source may narrow both (``roadkit_osrm.native.contract``): ``native_bbox``, the box outside which it
+A source may narrow both (``roadkit.contract.native_osrm``): ``native_bbox``, the box outside which it
 refuses a coordinate (Valhalla snaps only near its roads; osrm-routed snaps any point, so an OSRM
 source has none: anywhere), and ``native_limits`` (Valhalla's max_locations lowers max_viaroute_size).
 Where a path's profiles reach several sources, the path describes the narrowest of their rules: the
@@ -28,11 +28,12 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from roadkit.contract import ConfigurationError, Resource, ServiceView, Source, decimal_pattern
+from roadkit.contract.apis import Resource, ServiceView, Source, decimal_pattern
+from roadkit.contract.native_osrm import NativeLimits, NativeSource
 from roadkit_osrm.native.body import POST_SERVICES
-from roadkit_osrm.native.contract import NativeLimits
 from roadkit_osrm.native.query import BASE64_CHARS, HINT_SIZE, SERVICES
-from roadkit_osrm.native.settings import NativeSettings, read_settings
+from roadkit_osrm.native.settings import NativeSettings
+from roadkit_osrm.native.settings import of as native_settings
 from roadkit_osrm.native.url import NAME_CHARS
 
 _JSON = "application/json"
@@ -324,10 +325,7 @@ def _path(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]
 
 
 def _settings(resource: Resource) -> NativeSettings | None:
-    try:
-        return read_settings(resource)
-    except ConfigurationError:
-        return None
+    return native_settings(resource)
 
 
 def _answering(
@@ -349,7 +347,7 @@ def area(sources: list[Source]) -> Box:
     """Where every one of ``sources`` takes coordinates: the intersection of their ``native_bbox`` (WORLD: none has one)."""
     box = WORLD
     for source in sources:
-        own: Box | None = getattr(source, "native_bbox", None)
+        own: Box | None = source.native_bbox if isinstance(source, NativeSource) else None
         if own is not None:
             box = (max(box[0], own[0]), max(box[1], own[1]), min(box[2], own[2]), min(box[3], own[3]))
     return box

@@ -10,12 +10,14 @@ In the resource file::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 import attrs
 
-from roadkit.contract import ConfigurationError, Cost, Resource, Source
-from roadkit_osrm.native.contract import NativeLimits
+from roadkit.contract.apis import ConfigurationError, Cost, Resource, Source
+from roadkit.contract.native_osrm import NativeLimits, NativeSource
 from roadkit_osrm.native.url import NAME_CHARS
 
 API_KEY = "osrm"
@@ -44,7 +46,7 @@ class NativeSettings:
         """The resource's limits narrowed by each source's own (its ``native_limits``): the narrowest of all."""
         limits = self.limits
         for source in sources:
-            limits = limits.narrowed(getattr(source, "native_limits", {}))
+            limits = limits.narrowed(source.native_limits if isinstance(source, NativeSource) else {})
         return limits
 
     def profile_names(self, resource: Resource) -> list[str]:
@@ -70,10 +72,16 @@ class NativeSettings:
         ]
 
 
-def read_settings(resource: Resource) -> NativeSettings:
-    """The resource's ``[apis.osrm]`` table checked; problems name the file and the key."""
-    raw = dict(resource.config.apis.get(API_KEY, {}))
-    where = f"{resource.config.path}: apis.{API_KEY}"
+def of(resource: Resource) -> NativeSettings:
+    """A resource's settings, structured when it was built (the defaults for a resource built without this API)."""
+    settings = resource.api_settings.get(API_KEY)
+    return settings if isinstance(settings, NativeSettings) else DEFAULT
+
+
+def read_settings(table: Mapping[str, Any], path: Path) -> NativeSettings:
+    """A resource's ``[apis.osrm]`` table checked (at start-up or publication); problems name the file and the key."""
+    raw = dict(table)
+    where = f"{path}: apis.{API_KEY}"
     problems: list[str] = []
     aliases: dict[str, tuple[str, str | None]] = {}
     profiles = raw.pop("profiles", {})
@@ -109,3 +117,7 @@ def read_settings(resource: Resource) -> NativeSettings:
     if problems:
         raise ConfigurationError(problems)
     return NativeSettings(aliases, NativeLimits(**values))  # type: ignore[arg-type]
+
+
+#: The settings of a resource file without an ``[apis.osrm]`` table.
+DEFAULT = NativeSettings({}, NativeLimits())

@@ -1,0 +1,203 @@
+"""Resources: what users name in requests. A group of sources plus per-operation parameter values."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from roadkit.config.models import ResourceConfig
+from roadkit.errors import OperationNotPermitted, ParameterInvalid
+from roadkit.routing.constraints import bans_capability, check_constraint_types, learn_bans
+from roadkit.routing.geometry import GEOMETRY_FORMATS
+from roadkit.routing.operations import OPERATIONS
+from roadkit.routing.parameters import ConstraintParameter, Parameter, PointParameter, build_parameter
+from roadkit.routing.projections import ProjectionRegistry
+from roadkit.routing.source import Source
+from roadkit.routing.units import UnitRegistry
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class ResourceOperation:
+    """An operation as a resource offers it: its parameters with their allowed values."""
+
+    id: str
+    parameters: dict[str, Parameter]
+
+    def __getitem__(self, name: str) -> Parameter:
+        return self.parameters[name]
+
+
+@attrs.define
+class Resource:
+    """A resource with its available sources and how it picks one for a request."""
+
+    config: ResourceConfig
+    sources: list[Source]
+    operations: dict[str, ResourceOperation]
+    route_index: dict[tuple[str, str], Source] = attrs.field(factory=dict)
+    isochrone_index: dict[tuple[str, str], Source] = attrs.field(factory=dict)
+    #: The settings of each API the service serves that reads some (``Api.settings_class``), by API name.
+    api_settings: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    def operation(self, op: str) -> ResourceOperation:
+        """The resource's settings of ``op`` (400 when the resource does not offer it)."""
+        try:
+            return self.operations[op]
+        except KeyError:
+            raise OperationNotPermitted(f"Operation '{op}' is not permitted on this resource") from None
+
+    def source_for_route(self, profile: str, optimization: str) -> Source:
+        """The source computing routes for this profile and optimization."""
+        source = self.route_index.get((profile, optimization))
+        if source is None:
+            raise ParameterInvalid("profile", f"profile '{profile}' and optimization '{optimization}' are not compatible on this resource")
+        return source
+
+    def source_for_isochrone(self, profile: str, cost_type: str) -> Source:
+        """The source computing isochrones for this profile and cost type."""
+        source = self.isochrone_index.get((profile, cost_type))
+        if source is None:
+            raise ParameterInvalid("profile", f"profile '{profile}' and costType '{cost_type}' are not compatible on this resource")
+        return source
+
+    def source_for_nearest(self) -> Source:
+        """The first source (all sources of a resource share one graph area)."""
+        return self.sources[0]
+
+
+#: The parameters naming a unit, with the cost type of their units.
+UNIT_PARAMETERS = {"timeUnit": "time", "distanceUnit": "distance"}
+
+
+def _derived_values(name: str, op: str, sources: list[Source], projections: ProjectionRegistry, units: UnitRegistry) -> list[str] | None:
+    costs = [cost for source in sources for cost in source.costs()]
+    if name == "profile":
+        wanted = [c.profile for c in costs if (c.optimization if op == "route" else c.cost_type)]
+    elif name == "optimization":
+        wanted = [c.optimization for c in costs if c.optimization]
+    elif name == "costType":
+        wanted = [c.cost_type for c in costs if c.cost_type]
+    elif name == "crs":
+        return projections.ids()
+    elif name == "geometryFormat":
+        return list(GEOMETRY_FORMATS)
+    elif name in UNIT_PARAMETERS:
+        return units.names(UNIT_PARAMETERS[name])
+    elif name == "direction":
+        return ["departure", "arrival"]
+    elif name == "waysAttributes":
+        return ["name"]
+    elif name == "resource":
+        return None
+    else:
+        return None
+    return list(dict.fromkeys(w for w in wanted if w))
+
+
+def build_resource(
+    config: ResourceConfig, available: Mapping[str, Source], projections: ProjectionRegistry, units: UnitRegistry
+) -> tuple[Resource | None, list[str]]:
+    """A resource from its file and the available sources; problems name the file and key.
+
+    ``units`` is the service's unit registry: a ``timeUnit``/``distanceUnit`` value it does not know
+    is a problem here, not an error when a request asks for it.
+
+    Unknown or unavailable source ids are left out with a warning; with no source left the
+    resource is skipped (``None``) with a warning.
+    """
+    problems: list[str] = []
+    sources: list[Source] = []
+    for sid in config.sources:
+        source = available.get(sid)
+        if source is None:
+            log.warning("%s: sources: source %r is unknown or unavailable; left out of resource %r", config.path, sid, config.id)
+        elif config.type not in (source.kind, type(source).resource_type):
+            log.warning("%s: sources: source %r is of type %r, not %r; left out", config.path, sid, source.kind, config.type)
+        else:
+            sources.append(source)
+    if not sources:
+        log.warning("%s: resource %r has no available source; skipped", config.path, config.id)
+        return None, []
+    supported = frozenset.intersection(*(type(s).operations for s in sources))
+    # A key type is usable when every source of the resource declares it.
+    key_types = {
+        name: kt for name, kt in type(sources[0]).constraint_key_types.items() if all(name in type(s).constraint_key_types for s in sources)
+    }
+    operations: dict[str, ResourceOperation] = {}
+    for op, settings in config.operations.items():
+        where = f"{config.path}: operations.{op}"
+        if op not in OPERATIONS:
+            problems.append(f"{where}: unknown operation (expected one of {', '.join(OPERATIONS)})")
+            continue
+        if op not in supported:
+            problems.append(f"{where}: sources of type {config.type!r} do not offer {op!r}")
+            continue
+        known = {spec.name for spec in OPERATIONS[op]}
+        for name in settings:
+            if name not in known:
+                problems.append(f"{where}.{name}: unknown parameter of {op} (expected one of {', '.join(sorted(known))})")
+        params: dict[str, Parameter] = {}
+        for spec in OPERATIONS[op]:
+            if spec.name == "resource":
+                continue
+            derived = _derived_values(spec.name, op, sources, projections, units)
+            param = build_parameter(spec, settings.get(spec.name, {}), derived, f"{where}.{spec.name}", problems, key_types)
+            if isinstance(param, PointParameter) and param.projection not in projections:
+                problems.append(f"{where}.{spec.name}.projection: unknown projection {param.projection!r}")
+            params[spec.name] = param
+        constraints = params.get("constraints")
+        if isinstance(constraints, ConstraintParameter) and constraints.keys:
+            check_constraint_types(constraints, sources, where, problems)
+            params["constraints"] = learn_bans(constraints, sources, where)
+        for name, cost_type in UNIT_PARAMETERS.items():
+            for value in getattr(params.get(name), "values", ()):
+                problem = units.problem(value, cost_type)
+                if problem is not None:
+                    problems.append(f"{where}.{name}.values: {problem}")
+        crs = params.get("crs")
+        for value in getattr(crs, "values", ()):
+            if value not in projections:
+                problems.append(f"{where}.crs.values: unknown projection {value!r}")
+        operations[op] = ResourceOperation(op, params)
+    resource = Resource(config, sources, operations)
+    for source in sources:
+        for cost in source.costs():
+            if cost.optimization:
+                resource.route_index.setdefault((cost.profile, cost.optimization), source)
+            if cost.cost_type:
+                resource.isochrone_index.setdefault((cost.profile, cost.cost_type), source)
+    return (None, problems) if problems else (resource, [])
+
+
+def _capability(parameter: Parameter, op: str) -> dict[str, Any]:
+    entry = parameter.capability()
+    if isinstance(parameter, ConstraintParameter):
+        combinations = bans_capability(parameter, op)
+        if combinations:  # only engines that ban some combinations only (OSRM) restrict them
+            entry["values"]["bannedCombinations"] = combinations
+    return entry
+
+
+def capabilities_of(resource: Resource) -> dict[str, Any]:
+    """The resource's entry in the capabilities."""
+    return {
+        "id": resource.id,
+        "description": resource.config.description,
+        "availableOperations": [
+            {
+                "id": op.id,
+                "availableParameters": [{"id": "resource", "values": [resource.id]}]
+                + [_capability(p, op.id) for p in op.parameters.values()],
+            }
+            for op in resource.operations.values()
+        ],
+    }
