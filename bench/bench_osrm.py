@@ -1,6 +1,6 @@
 """roadkit's simple API against osrm-routed, on the same Monaco dataset, cores and requests.
 
-Run with ``./dev bench`` (or ``python bench/bench_osrm.py [--duration S] [--concurrency N] [--cores N]``).
+Run from the repository root with ``python -m bench.bench_osrm [--duration S] [--concurrency N...] [--workers N...]``.
 Both servers get one core: osrm-routed ``--threads 1`` and one roadkit service process (the OSRM
 binding holds the GIL, so a roadkit process uses one core).
 """
@@ -11,59 +11,17 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
-import osrm
-from common import Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "monaco"
+from bench.common import free_port, measure, pin_client, pin_server, random_pairs, report, wait_http
+from bench.config import roadkit_files
+from bench.servers import osrm_dataset, osrm_routed, roadkit_command
 
 
-def prepare(workdir: Path) -> Path:
-    """Build (or reuse) the car/fastest dataset of the example; returns the .osrm path."""
-    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / "bench-osrm"
-    dataset = cache / "car-fastest" / "monaco.osrm"
-    if not Path(str(dataset) + ".hsgr").exists():
-        subprocess.run(
-            [sys.executable, "-m", "roadkit.cli", "osrm-build", str(EXAMPLE / "monaco.osm.pbf"), str(dataset), "--profile", "car"],
-            check=True,
-        )
-    return dataset
-
-
-def roadkit_config(workdir: Path, dataset: Path, service_port: int, admin_port: int, workers: int | None = None) -> Path:
-    """The bench service: same-process (one core), or ``workers`` child processes."""
-    (workdir / "sources").mkdir(exist_ok=True)
-    (workdir / "resources").mkdir(exist_ok=True)
-    (workdir / "sources" / "car.source").write_text(
-        'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile '
-        f'= "{dataset}"\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
-    )
-    (workdir / "resources" / "monaco.resource").write_text(
-        'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n'
-    )
-    (workdir / "service.toml").write_text(
-        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
-        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
-    )
-    server = workdir / "server.toml"
-    server.write_text(
-        f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        '[[services]]\nid = "main"\nconfiguration = "service.toml"\n'
-        + ('mode = "same-process"\n' if workers is None else f'mode = "child-process"\nworkers = {workers}\n')
-    )
-    return server
-
-
-def measure(
-    name: str, urls: list[str], concurrencies: list[int], duration: float, check: Callable[[int, bytes], bool]
-) -> dict[int, Result]:
-    """One load run per concurrency against a server that is already up."""
-    return {c: load(f"{name} c={c}", urls, concurrency=c, duration=duration, check=check) for c in concurrencies}
+def roadkit_config(workdir: Path, service_port: int, admin_port: int, workers: int = 0) -> Path:
+    """The bench service with the simple API only: same-process (one core), or ``workers`` child processes."""
+    return roadkit_files(workdir, "osrm", service_port, admin_port, workers=workers, threads=1, native_api=False)
 
 
 def main() -> None:
@@ -85,11 +43,11 @@ def main() -> None:
     pin_client()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        dataset = prepare(workdir)
+        dataset = osrm_dataset()
         pairs = random_pairs(args.requests)
         osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
 
-        routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+        routed_binary = osrm_routed()
         routed = subprocess.Popen(
             [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", "1", str(dataset)],
             stdout=subprocess.DEVNULL,
@@ -113,9 +71,9 @@ def main() -> None:
             routed.terminate()
             routed.wait()
 
-        server = roadkit_config(workdir, dataset, service_port, admin_port)
+        server = roadkit_config(workdir, service_port, admin_port)
         serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            roadkit_command(server),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=pin_server,
@@ -148,11 +106,11 @@ def whole_machine(args: argparse.Namespace) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        dataset = prepare(workdir)
+        dataset = osrm_dataset()
         pairs = random_pairs(args.requests)
         for workers in args.workers:
             osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
-            routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+            routed_binary = osrm_routed()
             routed = subprocess.Popen(
                 [
                     str(routed_binary),
@@ -179,10 +137,8 @@ def whole_machine(args: argparse.Namespace) -> None:
             finally:
                 routed.terminate()
                 routed.wait()
-            server = roadkit_config(workdir, dataset, service_port, admin_port, workers)
-            serve = subprocess.Popen(
-                [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
+            server = roadkit_config(workdir, service_port, admin_port, workers)
+            serve = subprocess.Popen(roadkit_command(server), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
                 urls = [

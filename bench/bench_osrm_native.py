@@ -1,6 +1,6 @@
 """roadkit's native OSRM API against osrm-routed: the same OSRM URLs, dataset and core.
 
-Run with ``./dev bench`` (or ``python bench/bench_osrm_native.py [--duration S] [--concurrency N ...]``).
+Run from the repository root with ``python -m bench.bench_osrm_native [--duration S] [--concurrency N...]``.
 osrm-routed runs with ``--threads 1``, roadkit as one service process; both are pinned to the same core.
 Before measuring, every URL's two answers are compared (but for hints and data_version).
 """
@@ -10,15 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import osrm
-from bench_osrm import measure, prepare, roadkit_config
-from common import Result, free_port, pin_client, pin_server, random_pairs, report, wait_http
+from bench.common import Result, free_port, measure, pin_client, pin_server, random_pairs, report, wait_http
+from bench.config import roadkit_files
+from bench.servers import osrm_dataset, osrm_routed, roadkit_command
 
 MIXES = {
     "plain": "",  # osrm-routed's defaults: simplified polyline overview, no steps
@@ -53,17 +52,12 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        dataset = prepare(workdir)
+        dataset = osrm_dataset()
         osrm_port, service_port, admin_port = free_port(), free_port(), free_port()
-        server = roadkit_config(workdir, dataset, service_port, admin_port)
-        service = workdir / "service.toml"
-        service.write_text(
-            service.read_text() + '[[apis]]\nname = "simple"\nversion = "1.0.0"\n[[apis]]\nname = "osrm"\nversion = "1.0.0"\n'
-        )
-        resource = workdir / "resources" / "monaco.resource"
-        resource.write_text(resource.read_text() + '[apis.osrm]\nprofiles = { driving = "car" }\n')
+        # One service process with the simple and the native OSRM APIs.
+        server = roadkit_files(workdir, "osrm", service_port, admin_port, workers=0, threads=1)
 
-        routed_binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+        routed_binary = osrm_routed()
         routed = subprocess.Popen(
             [str(routed_binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(osrm_port), "--threads", "1", str(dataset)],
             stdout=subprocess.DEVNULL,
@@ -72,7 +66,7 @@ def main() -> None:
             env={"DISABLE_ACCESS_LOGGING": "1"},
         )
         serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            roadkit_command(server),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=pin_server,

@@ -1,7 +1,7 @@
 """roadkit's pgRouting source against the same SQL run directly with asyncpg, then route time against graph size.
 
-Run with ``./dev bench`` (or ``python bench/bench_pgrouting.py [--duration S] [--concurrency N...] [--pool P]
-[--sizes ...]``). A private PostgreSQL cluster (``roadkit.pgcluster``) holds the Monaco graph (the
+Run from the repository root with ``python -m bench.bench_pgrouting [--duration S] [--concurrency N...] [--pool P]
+[--sizes ...]``. A private PostgreSQL cluster (``roadkit_support.pgcluster``) holds the Monaco graph (the
 cached dump of the tests, imported when missing).
 
 1. Overhead: roadkit serves the monaco graph over HTTP with the demo's recommended settings (child
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import random
 import resource
@@ -43,27 +42,16 @@ from typing import Any
 
 import asyncpg
 import uvloop
-from common import MONACO_BBOX, Result, free_port, load, random_pairs, report, wait_http
 
+from bench.common import EXAMPLE, MONACO_BBOX, Result, free_port, load, py_spy, random_pairs, report, summarise, wait_http
+from bench.config import database_file, pgrouting_files, pgrouting_source_file
 from roadkit.config.loader import read_source
-from roadkit.model import Cost, IsochroneRequest, RouteRequest
-from roadkit.pgcluster import private_cluster
+from roadkit.routing.model import Cost, IsochroneRequest, RouteRequest
 from roadkit_pgrouting import isochrones
 from roadkit_pgrouting.importer import import_osm
 from roadkit_pgrouting.options import DatabaseFile
 from roadkit_pgrouting.source import PgRoutingSource
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "monaco"
-sys.path.insert(0, str(ROOT))
-COSTS = """
-[[costs]]
-profile = "car"
-optimization = "fastest"
-cost_type = "time"
-cost_column = "cost_s_car"
-reverse_cost_column = "reverse_cost_s_car"
-"""
+from roadkit_support.pgcluster import private_cluster
 
 
 def monaco_graph(dsn: str, bindir: Path) -> None:
@@ -75,40 +63,6 @@ def monaco_graph(dsn: str, bindir: Path) -> None:
         subprocess.run([str(bindir / "pg_restore"), "--no-owner", "-d", dsn, str(dump)], check=True)
     else:
         import_osm(EXAMPLE / "monaco.osm.pbf", DatabaseFile(dsn=dsn), "monaco")
-
-
-def write_config(workdir: Path, dsn: str, schema: str, pool: int, service_port: int, admin_port: int, workers: str) -> Path:
-    """A server file serving one pgrouting source and resource on free ports, in child-process workers.
-
-    ``pool`` connections in all: each worker's pool gets its share (as many as the direct client's pool).
-    """
-    (workdir / "sources").mkdir(exist_ok=True)
-    (workdir / "resources").mkdir(exist_ok=True)
-    count = worker_count(workers)
-    setting = json.dumps(int(workers) if workers.isdigit() else workers)
-    (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = {max(1, pool // count)}\n')
-    (workdir / "sources" / "pg.source").write_text(
-        f'id = "pg"\ntype = "pgrouting"\nprojection = "EPSG:4326"\n[storage]\ndatabase = "../db.toml"\nschema = "{schema}"\n'
-        f'importance_column = "importance"\n{COSTS}'
-    )
-    (workdir / "resources" / "pg.resource").write_text(
-        'id = "monaco"\ntype = "pgrouting"\nsources = '
-        '["pg"]\n[operations.route]\n[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n'
-    )
-    (workdir / "service.toml").write_text(
-        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
-        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
-    )
-    server = workdir / "server.toml"
-    server.write_text(
-        f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        f'[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "child-process"\nworkers = {setting}\n'
-    )
-    return server
-
-
-def worker_count(workers: str) -> int:
-    return len(os.sched_getaffinity(0)) if workers == "auto" else int(workers)
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -323,19 +277,14 @@ async def scale(dsn: str, workdir: Path, edges: int, routes: int) -> dict[str, A
 
     n = grid_side(edges)
     schema = f"grid_{edges}"
-    (workdir / "sources").mkdir(exist_ok=True)
     if not (workdir / "db.toml").exists():  # the overhead part did not run
-        (workdir / "db.toml").write_text(f'dsn = "{dsn}"\npool_size = 1\n')
+        database_file(workdir, dsn, 1)
     count = await write_grid(dsn, schema, n)
     span = (n - 1) * STEP
     rng = random.Random(3)
 
     async def timed(search: str, dx: float, dy: float) -> tuple[list[float], list[Any]]:
-        source_file = workdir / "sources" / f"{schema}.source"
-        source_file.write_text(
-            f'id = "{schema}"\ntype = "pgrouting"\nprojection = "EPSG:4326"\ntimeout = 60.0\n[storage]\n'
-            f'database = "../db.toml"\nschema = "{schema}"\nimportance_column = "importance"\n{search}{COSTS}'
-        )
+        source_file = pgrouting_source_file(workdir, schema, schema, timeout=60.0, search=search)
         source = PgRoutingSource.from_config(read_source(source_file))
         assert isinstance(source, PgRoutingSource)
         await source.connect()
@@ -385,13 +334,12 @@ def cpu_line(cpu: dict[str, float]) -> str:
 
 
 def profile(serve_pid: int, urls: list[str], seconds: float, concurrency: int, out: Path) -> str:
-    """py-spy on roadkit's processes (the workers) under load; the summary of ``bench/profile.py``."""
+    """py-spy on roadkit's processes (the workers) under load; its summary (``bench.common.summarise``)."""
     import threading
-    from profile import _py_spy, summarise  # bench/profile.py (this folder comes first on sys.path)
 
     spy = subprocess.Popen(
         [
-            _py_spy(),
+            py_spy(),
             "record",
             "--pid",
             str(serve_pid),
@@ -413,7 +361,7 @@ def profile(serve_pid: int, urls: list[str], seconds: float, concurrency: int, o
     loader.start()
     spy.wait()
     loader.join()
-    return summarise(out, suspects=PROFILE_SUSPECTS)
+    return summarise(out, PROFILE_SUSPECTS)
 
 
 PY_SPY_RAW = ("--nonblocking", "--format", "raw", "--output")
@@ -436,7 +384,7 @@ PROFILE_SUSPECTS = {
 def overhead(args: argparse.Namespace, workdir: Path, dsn: str, postmaster: int) -> None:
     """Part 1: roadkit over HTTP against the direct replay of its statements, alternated rounds; the report."""
     service_port, admin_port = free_port(), free_port()
-    server = write_config(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers)
+    server = pgrouting_files(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers)
     pairs = random_pairs(args.requests)
     rng = random.Random(11)
     xmin, ymin, xmax, ymax = MONACO_BBOX

@@ -1,6 +1,6 @@
 """A roadkit gateway (osrm-http, valhalla-http sources) against the engine servers it fronts, on the same requests.
 
-Run with ``./dev bench`` (or ``python bench/bench_remote.py [--duration S] [--concurrency N...]``).
+Run from the repository root with ``python -m bench.bench_remote [--duration S] [--concurrency N...] [--rounds R]``.
 The engine server (osrm-routed ``--threads 1``, valhalla_service with 1 thread) and the gateway (one
 roadkit process, no engine data) share one core; the load generator has the other. The clients ask
 the engine server directly, then the same routes through the gateway's simple API: the ratio is
@@ -11,36 +11,12 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-import osrm
-import valhalla
-from bench_osrm import prepare as prepare_osrm
-from bench_valhalla import engine_urls, service_config
-from bench_valhalla import prepare as prepare_valhalla
-from common import Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
-
-
-def gateway_config(workdir: Path, source: str, resource_type: str, service_port: int, admin_port: int) -> Path:
-    """A server file whose only source is ``source`` (a remote kind) in a resource ``monaco``."""
-    (workdir / "sources").mkdir(parents=True)
-    (workdir / "resources").mkdir()
-    (workdir / "sources" / "remote.source").write_text(source)
-    (workdir / "resources" / "monaco.resource").write_text(
-        f'id = "monaco"\ntype = "{resource_type}"\nsources = ["remote"]\n[operations.route]\n[operations.nearest]\n'
-    )
-    (workdir / "service.toml").write_text(
-        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
-        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
-    )
-    server = workdir / "server.toml"
-    server.write_text(
-        f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        '[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = "same-process"\n'
-    )
-    return server
+from bench.common import Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+from bench.config import gateway_files
+from bench.servers import SCENARIOS, osrm_dataset, osrm_routed, roadkit_command, valhalla_service, valhalla_service_config
 
 
 def compare(
@@ -53,7 +29,7 @@ def compare(
     """
     ok = lambda status, body: status == 200  # noqa: E731
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+        roadkit_command(server),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         preexec_fn=pin_server,
@@ -94,8 +70,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         engine_port, service_port, admin_port = free_port(), free_port(), free_port()
-        dataset = prepare_osrm(workdir)
-        binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
+        dataset = osrm_dataset()
+        binary = osrm_routed()
         routed = subprocess.Popen(
             [str(binary), "--ip", "127.0.0.1", "--port", str(engine_port), "--threads", "1", str(dataset)],
             stdout=subprocess.DEVNULL,
@@ -105,8 +81,7 @@ def main() -> None:
         try:
             base = f"http://127.0.0.1:{engine_port}"
             wait_http(f"{base}/route/v1/driving/7.41337,43.72956;7.41983,43.73115")
-            source = f'id = "remote"\ntype = "osrm-http"\n[http]\nservers = ["{base}"]\n[cost]\nprofile = "car"\noptimization = "fastest"\n'
-            server = gateway_config(workdir / "osrm", source, "osrm", service_port, admin_port)
+            server = gateway_files(workdir / "osrm", "osrm", base, service_port, admin_port)
             direct = [f"{base}/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true" for a, b in pairs]
             through = [
                 f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}"
@@ -117,21 +92,18 @@ def main() -> None:
             routed.terminate()
             routed.wait()
 
-        config = prepare_valhalla()
         engine_port, service_port, admin_port = free_port(), free_port(), free_port()
         service = subprocess.Popen(
-            [str(Path(valhalla.__file__).parent / "bin" / "valhalla_service"), str(service_config(workdir, config, engine_port)), "1"],
+            [str(valhalla_service()), str(valhalla_service_config(workdir, engine_port)), "1"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=pin_server,
         )
         try:
-            direct = engine_urls(engine_port, pairs, [])["route"]
-            wait_http(direct[0], ok=(200, 400))
             base = f"http://127.0.0.1:{engine_port}"
-            costs = '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncosting = "auto"\n'
-            source = f'id = "remote"\ntype = "valhalla-http"\n[http]\nservers = ["{base}"]\n{costs}'
-            server = gateway_config(workdir / "valhalla", source, "valhalla", service_port, admin_port)
+            direct = [base + SCENARIOS["valhalla-route"][1](a, b) for a, b in pairs]  # the sweep's valhalla_service routes
+            wait_http(direct[0], ok=(200, 400))
+            server = gateway_files(workdir / "valhalla", "valhalla", base, service_port, admin_port)
             through = [
                 f"http://127.0.0.1:{service_port}/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}"
                 for a, b in pairs

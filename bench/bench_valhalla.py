@@ -1,6 +1,6 @@
 """roadkit's simple API against valhalla_service, on the same Monaco tiles, cores and requests.
 
-Run with ``./dev bench`` (or ``python bench/bench_valhalla.py [--duration S] [--concurrency N...] [--threads T] [--rounds R]``).
+Run from the repository root with ``python -m bench.bench_valhalla [--duration S] [--concurrency N...] [--threads T] [--rounds R]``.
 Both servers run on the same core with the same number of engine threads: ``valhalla_service
 <config> T`` (from the pyvalhalla wheel) and one roadkit process whose Valhalla source holds T
 Actors. Both answer the same requests: car routes in Valhalla's OSRM format with steps and GeoJSON
@@ -14,74 +14,15 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tempfile
 import urllib.parse
 from pathlib import Path
 
-import valhalla
-from common import MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+from bench.common import MONACO_BBOX, Result, free_port, load, pin_client, pin_server, random_pairs, report, wait_http
+from bench.config import roadkit_files
+from bench.servers import roadkit_command, valhalla_service, valhalla_service_config
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "monaco"
 ROUTE_OPTIONS = {"costing": "auto", "directions_options": {"format": "osrm"}, "shape_format": "geojson"}
-
-
-def prepare() -> Path:
-    """Build (or reuse) the example's tiles with the demo bus feed; returns the valhalla.json."""
-    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / f"bench-valhalla-{valhalla.__version__}"
-    config = cache / "valhalla.json"
-    if not config.exists():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "roadkit.cli",
-                "valhalla-build",
-                str(EXAMPLE / "monaco.osm.pbf"),
-                str(cache),
-                "--gtfs",
-                str(EXAMPLE / "gtfs"),
-            ],
-            check=True,
-        )
-    return config
-
-
-def service_config(workdir: Path, config: Path, port: int) -> Path:
-    """A copy of the tiles' configuration with valhalla_service listening on ``port``."""
-    data = json.loads(config.read_text())
-    data["httpd"]["service"].update(
-        {"listen": f"tcp://127.0.0.1:{port}", "loopback": f"ipc://{workdir}/loopback", "interrupt": f"ipc://{workdir}/interrupt"}
-    )
-    path = workdir / "valhalla-service.json"
-    path.write_text(json.dumps(data))
-    return path
-
-
-def roadkit_config(workdir: Path, config: Path, threads: int, service_port: int, admin_port: int, workers: int | None = None) -> Path:
-    """A server file serving only the Valhalla source and resource on free ports (``workers``: child processes)."""
-    (workdir / "sources").mkdir(exist_ok=True)
-    (workdir / "resources").mkdir(exist_ok=True)
-    (workdir / "sources" / "valhalla.source").write_text(
-        f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{config}"\n[limits]\nthreads = {threads}\n'
-        '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
-    )
-    (workdir / "resources" / "monaco.resource").write_text(
-        'id = "monaco"\ntype = "valhalla"\nsources = ["valhalla"]\n[operations.route]\n[operations.nearest]\n'
-        "[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n"
-    )
-    (workdir / "service.toml").write_text(
-        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {service_port}\n'
-        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
-    )
-    server = workdir / "server.toml"
-    server.write_text(
-        f'[administrator]\n[administrator.listener]\nport = {admin_port}\n[administrator.logging]\nlevel = "warning"\n'
-        '[[services]]\nid = "main"\nconfiguration = "service.toml"\n'
-        + ('mode = "same-process"\n' if workers is None else f'mode = "child-process"\nworkers = {workers}\n')
-    )
-    return server
 
 
 def random_points(n: int, seed: int = 7) -> list[tuple[float, float]]:
@@ -146,23 +87,22 @@ def main() -> None:
         return
 
     pin_client()
-    config = prepare()
     pairs, points = random_pairs(args.requests), random_points(args.requests)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         engine_port, service_port, admin_port = free_port(), free_port(), free_port()
-        binary = Path(valhalla.__file__).parent / "bin" / "valhalla_service"
+        binary = valhalla_service()
         # Both servers run side by side on the same core; an idle server takes no CPU, and
         # alternating the rounds spreads the machine's noise over both.
         service = subprocess.Popen(
-            [str(binary), str(service_config(workdir, config, engine_port)), str(args.threads)],
+            [str(binary), str(valhalla_service_config(workdir, engine_port)), str(args.threads)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=pin_server,
         )
-        server = roadkit_config(workdir, config, args.threads, service_port, admin_port)
+        server = roadkit_files(workdir, "valhalla", service_port, admin_port, workers=0, threads=args.threads)
         serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            roadkit_command(server),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=pin_server,
@@ -198,16 +138,15 @@ def main() -> None:
 
 def whole_machine(args: argparse.Namespace) -> None:
     """roadkit with N workers (child processes, one Actor each) against valhalla_service with N threads."""
-    config = prepare()
     pairs, points = random_pairs(args.requests), random_points(args.requests)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        binary = Path(valhalla.__file__).parent / "bin" / "valhalla_service"
+        binary = valhalla_service()
         for workers in args.workers:
             engine_port, service_port, admin_port = free_port(), free_port(), free_port()
             service = subprocess.Popen(
-                [str(binary), str(service_config(workdir, config, engine_port)), str(workers)],
+                [str(binary), str(valhalla_service_config(workdir, engine_port)), str(workers)],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -217,10 +156,8 @@ def whole_machine(args: argparse.Namespace) -> None:
             finally:
                 service.terminate()
                 service.wait()
-            server = roadkit_config(workdir, config, 1, service_port, admin_port, workers)
-            serve = subprocess.Popen(
-                [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
+            server = roadkit_files(workdir, "valhalla", service_port, admin_port, workers=workers, threads=1)
+            serve = subprocess.Popen(roadkit_command(server), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_http(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
                 ours = measure(f"roadkit, {workers} worker(s)", roadkit_urls(service_port, pairs, points), args.concurrency, args.duration)

@@ -1,13 +1,16 @@
-"""Shared pieces of the benchmarks: free ports, waiting for servers, the load generator, the report."""
+"""Shared pieces of the benchmarks: the common settings, free ports, waiting for servers, the load generator,
+paired rounds' statistics, CPU accounting, the report and py-spy's summary."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import math
 import os
 import random
 import socket
 import statistics
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -16,12 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: The repository (the benchmarks run from it: ``python -m bench.<module>``).
+ROOT = Path(__file__).resolve().parents[1]
+#: The Monaco example: its OSM extract, GTFS feed and demo configuration.
+EXAMPLE = ROOT / "examples" / "monaco"
+#: Where the sweep writes its CSV and PNG files.
+RESULTS = ROOT / "bench" / "results"
+
 MONACO_BBOX = (7.4090, 43.7240, 7.4390, 43.7500)  # the principality itself, where every point snaps to a road
 
 
 # The cores this benchmark may use, read once at import: after pin_client() the benchmark's own
 # affinity no longer includes the server core, and servers started from it must not inherit that.
 CPUS = sorted(os.sched_getaffinity(0))
+CORES = len(CPUS)
+
+
+def cache_root() -> Path:
+    """Where engine data built for the benchmarks is kept (``$ROADKIT_CACHE``, as the tests')."""
+    return Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache"))
 
 
 def pin_server() -> None:
@@ -51,6 +67,11 @@ def wait_http(url: str, timeout: float = 60.0, ok: tuple[int, ...] = (200,)) -> 
         except Exception:
             time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer in {timeout} s")
+
+
+def http_200(status: int, body: bytes) -> bool:
+    """The load generator's check of an answer: any 200."""
+    return status == 200
 
 
 def random_pairs(n: int, seed: int = 42) -> list[tuple[tuple[float, float], tuple[float, float]]]:
@@ -265,6 +286,13 @@ def load(
     return result
 
 
+def measure(
+    name: str, urls: list[str], concurrencies: list[int], duration: float, check: Callable[[int, bytes], bool] = http_200
+) -> dict[int, Result]:
+    """One load run per concurrency against a server that is already up."""
+    return {c: load(f"{name} c={c}", urls, concurrency=c, duration=duration, check=check) for c in concurrencies}
+
+
 def session_cpu_seconds(session: int) -> float:
     """CPU seconds (user + system) used so far by the live processes of a session (a server and its workers).
 
@@ -293,3 +321,33 @@ def report(title: str, engine: Result, roadkit: Result, *, min_ratio: float, max
     print(roadkit.line())
     print(f"throughput ratio roadkit/engine: {ratio:.2f} (target >= {min_ratio})")
     print(f"p50 difference: {extra:+.2f} ms" + (f" (target <= +{max_extra_p50_ms} ms)" if max_extra_p50_ms is not None else ""))
+
+
+def py_spy() -> str:
+    """py-spy beside this interpreter (a virtual environment's), else on PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else "py-spy"
+
+
+def summarise(raw: Path, suspects: dict[str, str], top: int = 25) -> str:
+    """From py-spy's raw output (``--format raw``): the inclusive share of each of ``suspects`` (name ->
+    a substring of the frames, "file:function"), then the top functions by own samples."""
+    total = 0
+    inclusive: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = stack.split(";")
+        total += count
+        own[frames[-1]] += count
+        for name, needle in suspects.items():
+            if any(needle in frame for frame in frames):
+                inclusive[name] += count
+    lines = [f"{total} samples"]
+    lines += [f"  {name:<34} {100 * inclusive[name] / max(total, 1):5.1f} %" for name in suspects if inclusive[name]]
+    lines.append("top functions by own samples:")
+    lines += [f"  {100 * n / max(total, 1):5.1f} %  {frame}" for frame, n in own.most_common(top)]
+    return "\n".join(lines)

@@ -1,6 +1,6 @@
-"""Pool the paired rounds of several ``bench/thread_cpu.py`` runs: one median and interval for them all.
+"""Pool the paired rounds of several ``bench.investigations.thread_cpu`` runs: one median and interval for them all.
 
-    python bench/pool_rounds.py run1.txt run2.txt ...
+    python -m bench.pool_rounds run1.txt run2.txt ...
 
 Each run prints, per server, ``<who> / valhalla_service, each round: r1 r2 ...; median m``: the
 ratios of its rounds, each round paired with valhalla_service's just before it. On a noisy machine
@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from common import paired_ratio
+from bench.common import paired_ratio
 
 _ROUNDS = re.compile(r"^(?P<who>\S+) / valhalla_service, each round: (?P<ratios>[0-9. ]+);", re.MULTILINE)
 
@@ -33,7 +33,7 @@ def pooled(texts: list[str]) -> dict[str, list[float]]:
 def main() -> None:
     paths = [Path(arg) for arg in sys.argv[1:]]
     if not paths:
-        sys.exit("usage: python bench/pool_rounds.py <thread_cpu.py output>...")
+        sys.exit("usage: python -m bench.pool_rounds <output of bench.investigations.thread_cpu>...")
     for who, ratios in pooled([path.read_text() for path in paths]).items():
         ratio = paired_ratio(ratios, [1.0] * len(ratios))
         above = sum(r > 1.0 for r in ratios)

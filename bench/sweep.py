@@ -15,7 +15,7 @@ distribution-free 95 % interval for it (``common.paired_ratio`` and ``paired_dif
 rounds or more), the median and extreme rounds of each server, and the
 best round as before. On a noisy machine the best round is a lottery and one pair says little: the
 interval says whether a ratio is above, below or not distinguishable from a target. Results:
-``bench/results/<name>.csv`` and ``.png``; ``bench/table.py`` writes the README's table from the CSV.
+``bench/results/<name>.csv`` and ``.png``; ``python -m bench.table`` writes the README's table from the CSV.
 """
 
 from __future__ import annotations
@@ -23,103 +23,30 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import json
-import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
-import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
-from common import (
-    CPUS,
+from bench.common import (
+    CORES,
+    RESULTS,
     Result,
     free_port,
+    http_200,
     isochrone_points,
     load,
     paired_difference,
     paired_ratio,
     pin_client,
-    pin_server,
     random_pairs,
     session_cpu_seconds,
     wait_http,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
-CORES = len(CPUS)
+from bench.config import roadkit_files
+from bench.servers import SCENARIOS, accepted_per_worker, engine_command, roadkit_command, running
 
 Pairs = list[tuple[tuple[float, float], tuple[float, float]]]
-
-
-def _ok(status: int, body: bytes) -> bool:
-    return status == 200
-
-
-#: scenario -> (engine family, engine URL path of a pair, roadkit URL path of a pair, what it is)
-SCENARIOS: dict[
-    str,
-    tuple[str, Callable[[tuple[float, float], tuple[float, float]], str], Callable[[tuple[float, float], tuple[float, float]], str], str],
-] = {
-    "osrm-polyline": (
-        "osrm",
-        lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=polyline&steps=false",
-        lambda a, b: (
-            f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&geometryFormat=polyline&getSteps=false&getBbox=false"
-        ),
-        "OSRM route, polyline, no steps",
-    ),
-    "osrm-geojson-steps": (
-        "osrm",
-        lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}?overview=full&geometries=geojson&steps=true",
-        lambda a, b: f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false",
-        "OSRM route, GeoJSON, steps",
-    ),
-    "osrm-native": (
-        "osrm",
-        lambda a, b: f"/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}",
-        lambda a, b: f"/osrm/1.0.0/monaco/route/v1/driving/{a[0]},{a[1]};{b[0]},{b[1]}",
-        "native OSRM API route (defaults)",
-    ),
-    "valhalla-route": (
-        "valhalla",
-        lambda a, b: (
-            "/route?json="
-            + urllib.parse.quote(
-                json.dumps(
-                    {
-                        "locations": [{"lon": a[0], "lat": a[1]}, {"lon": b[0], "lat": b[1]}],
-                        "costing": "auto",
-                        "directions_options": {"format": "osrm"},
-                        "shape_format": "geojson",
-                    },
-                    separators=(",", ":"),
-                )
-            )
-        ),
-        lambda a, b: f"/simple/1.0.0/route?resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false",
-        "Valhalla route, GeoJSON, steps",
-    ),
-    "valhalla-isochrone": (
-        "valhalla",
-        lambda a, b: (
-            "/isochrone?json="
-            + urllib.parse.quote(
-                json.dumps(
-                    {"locations": [{"lon": a[0], "lat": a[1]}], "costing": "auto", "contours": [{"time": 5.0}], "polygons": True},
-                    separators=(",", ":"),
-                )
-            )
-        ),
-        lambda a, b: f"/simple/1.0.0/isochrone?resource=monaco&point={a[0]},{a[1]}&costType=time&costValue=300&timeUnit=second",
-        "Valhalla 5-minute isochrone",
-    ),
-}
 
 
 def machine() -> str:
@@ -133,166 +60,6 @@ def machine() -> str:
     except OSError:
         pass
     return f"{model}, {CORES} core(s) usable"
-
-
-def osrm_dataset() -> Path:
-    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / "bench-osrm"
-    dataset = cache / "car-fastest" / "monaco.osrm"
-    if not Path(str(dataset) + ".hsgr").exists():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "roadkit.cli",
-                "osrm-build",
-                str(ROOT / "examples/monaco/monaco.osm.pbf"),
-                str(dataset),
-                "--profile",
-                "car",
-            ],
-            check=True,
-        )
-    return dataset
-
-
-def valhalla_config() -> Path:
-    import valhalla
-
-    cache = Path(os.environ.get("ROADKIT_CACHE", ROOT / ".cache")) / f"bench-valhalla-{valhalla.__version__}"
-    config = cache / "valhalla.json"
-    if not config.exists():
-        example = ROOT / "examples" / "monaco"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "roadkit.cli",
-                "valhalla-build",
-                str(example / "monaco.osm.pbf"),
-                str(cache),
-                "--gtfs",
-                str(example / "gtfs"),
-            ],
-            check=True,
-        )
-    return config
-
-
-def roadkit_files(
-    workdir: Path,
-    family: str,
-    port: int,
-    admin: int,
-    *,
-    workers: str | int,
-    threads: int,
-    http_server: str | None = None,
-    allocator: str | None = None,
-    engine_calls: str | None = None,
-    limits: Sequence[str] = (),
-) -> Path:
-    """The bench service of one engine family, with ``workers`` child processes (0: same process).
-
-    ``engine_calls``: the Valhalla source's ``limits.engine_calls`` (default: the source's, "threads");
-    ``limits``: more of its ``limits``, as TOML lines (``"batch = 1"``; a ``threads`` line replaces ``threads``)."""
-    for folder in ("sources", "resources"):
-        (workdir / folder).mkdir(exist_ok=True)
-    if family == "osrm":
-        (workdir / "sources" / "car.source").write_text(
-            f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{osrm_dataset()}"\n'
-            '[cost]\nprofile = "car"\noptimization = "fastest"\n'
-        )
-        (workdir / "resources" / "monaco.resource").write_text(
-            'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n'
-            '[apis.osrm]\nprofiles = { driving = "car" }\n'
-        )
-        apis = '[[apis]]\nname = "simple"\nversion = "1.0.0"\n[[apis]]\nname = "osrm"\nversion = "1.0.0"\n'
-    else:
-        (workdir / "sources" / "valhalla.source").write_text(
-            f'id = "valhalla"\ntype = "valhalla"\nprojection = "EPSG:4326"\n[storage]\nconfig = "{valhalla_config()}"\n'
-            "[limits]\n"
-            + ("" if any(line.split("=")[0].strip() == "threads" for line in limits) else f"threads = {threads}\n")
-            + (f'engine_calls = "{engine_calls}"\n' if engine_calls else "")
-            + "".join(f"{line}\n" for line in limits)
-            + '[[costs]]\nprofile = "car"\noptimization = "fastest"\ncost_type = "time"\ncosting = "auto"\n'
-        )
-        (workdir / "resources" / "monaco.resource").write_text(
-            'id = "monaco"\ntype = "valhalla"\nsources = ["valhalla"]\n[operations.route]\n[operations.nearest]\n'
-            "[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n"
-        )
-        apis = ""
-    (workdir / "service.toml").write_text(
-        f'[application]\nname = "bench"\ntitle = "bench"\ndescription = "bench"\n[[listeners]]\nport = {port}\n'
-        '[folders]\nsources = ["sources"]\nresources = ["resources"]\n'
-        + apis
-        + (f'[http]\nserver = "{http_server}"\n' if http_server else "")
-    )
-    mode = 'mode = "same-process"\n' if workers == 0 else f'mode = "child-process"\nworkers = {json.dumps(workers)}\n'
-    if allocator is not None:  # the default: "auto" (roadkit.allocator)
-        mode += f"allocator = {json.dumps(allocator)}\n"
-    server = workdir / "server.toml"
-    server.write_text(
-        f'[administrator]\n[administrator.listener]\nport = {admin}\n[administrator.logging]\nlevel = "warning"\n'
-        f'[[services]]\nid = "main"\nconfiguration = "service.toml"\n{mode}'
-    )
-    return server
-
-
-@contextmanager
-def running(command: list[str], *, pinned: bool, ready: str, preload: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    """A server process (its own session, so that its children stop with it), up once ``ready`` answers."""
-    import signal
-
-    env = os.environ | {"LD_PRELOAD": preload} if preload else None
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=pin_server if pinned else None,
-        env=env,
-    )
-    try:
-        wait_http(ready, timeout=180)
-        yield process
-    finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-def accepted_per_worker(admin: int) -> list[int]:
-    """Connections each roadkit worker accepted so far (the administrator's health); [] in same-process mode."""
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{admin}/admin/1.0.0/health", timeout=5) as response:
-            body = json.loads(response.read())
-    except (OSError, urllib.error.URLError, ValueError):
-        return []
-    workers = body["services"][0].get("workers") or []
-    return [int(w["connections"]["accepted"]) for w in workers]
-
-
-def engine_command(family: str, workdir: Path, port: int, threads: int) -> list[str]:
-    if family == "osrm":
-        import osrm
-
-        binary = Path(osrm.__file__).parent / "bin" / "osrm-routed"
-        return [str(binary), "--algorithm", "ch", "--ip", "127.0.0.1", "--port", str(port), "--threads", str(threads), str(osrm_dataset())]
-    import valhalla
-
-    data = json.loads(valhalla_config().read_text())
-    data["httpd"]["service"].update(
-        {"listen": f"tcp://127.0.0.1:{port}", "loopback": f"ipc://{workdir}/loopback", "interrupt": f"ipc://{workdir}/interrupt"}
-    )
-    path = workdir / "valhalla-service.json"
-    path.write_text(json.dumps(data))
-    return [str(Path(valhalla.__file__).parent / "bin" / "valhalla_service"), str(path), str(threads)]
 
 
 def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -335,7 +102,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                         allocator=args.allocator,
                         engine_calls=args.engine_calls,
                     )
-                    command = [sys.executable, "-m", "roadkit.cli", "serve", str(server)]
+                    command = roadkit_command(server)
                     with running(command, pinned=pinned, ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health") as ours:
                         wait_http(f"http://127.0.0.1:{port}" + SCENARIOS[first][2](*sample), timeout=180)
                         # Every round of every server, in order: round i of the engine pairs with round i of roadkit.
@@ -348,10 +115,12 @@ def sweep(args: argparse.Namespace) -> list[dict[str, object]]:
                                 for concurrency in args.concurrency:
                                     for who, urls, pid in ((engine_name, engine_urls, engine.pid), ("roadkit", ours_urls, ours.pid)):
                                         name = f"{scenario} {who} w={workers} c={concurrency}"
-                                        load(name, urls[:50], concurrency=concurrency, duration=0.5, check=_ok, warm_up=False)
+                                        load(name, urls[:50], concurrency=concurrency, duration=0.5, check=http_200, warm_up=False)
                                         accepted = accepted_per_worker(admin) if who == "roadkit" else []
                                         before = session_cpu_seconds(pid)
-                                        result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
+                                        result = load(
+                                            name, urls, concurrency=concurrency, duration=args.duration, check=http_200, warm_up=False
+                                        )
                                         cpu_ms = 1000 * (session_cpu_seconds(pid) - before) / max(result.requests, 1)
                                         runs.setdefault((scenario, who, concurrency), []).append((result, cpu_ms))
                                         # How the round's connections spread over the workers (one accept queue for all).
@@ -549,7 +318,7 @@ def main() -> None:
     name = args.name or f"sweep-{'one-core' if args.one_core else 'whole-machine'}{'-quick' if args.quick else ''}"
     write_csv(rows, RESULTS / f"{name}.csv")
     plot(rows, RESULTS / f"{name}.png")
-    print(f"written: {RESULTS / name}.csv and .png (README table: python bench/table.py {RESULTS / name}.csv)")
+    print(f"written: {RESULTS / name}.csv and .png (README table: python -m bench.table {RESULTS / name}.csv)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""The README's benchmark table, regenerated from a ``bench/sweep.py`` CSV.
+"""The README's benchmark table, regenerated from a ``bench.sweep`` CSV.
 
-    python bench/table.py bench/results/sweep-whole-machine.csv [--readme README.md] [--concurrency 16 64]
+    python -m bench.table bench/results/sweep-whole-machine.csv [--readme README.md] [--concurrency 16 64]
 
 For each scenario: the engine server's req/s and roadkit's with each workers setting at the chosen
 concurrency (median rounds), the median of the paired ratios with its interval against the issue's
@@ -16,7 +16,7 @@ import csv
 import re
 from pathlib import Path
 
-from common import Ratio
+from bench.common import ROOT, Ratio
 
 #: scenario -> the target ratio roadkit / engine (issue 11)
 TARGETS = {
@@ -38,7 +38,7 @@ def _paired(row: dict[str, str]) -> bool:
 def _head(first: dict[str, str], description: str, workers: list[str], ratio: str, ratio_align: str) -> list[str]:
     """A table's sentence and header: the engine, roadkit for each workers setting, the ratio, the rest."""
     return [
-        f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python bench/table.py` from `bench/sweep.py`'s CSV). "
+        f"Measured {first['date']} on {first['machine']} ({first['mode']}; `python -m bench.table` from `bench/sweep.py`'s CSV). "
         + description,
         "",
         "| scenario | engine server req/s | "
@@ -157,7 +157,7 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", type=Path)
-    parser.add_argument("--readme", type=Path, default=Path(__file__).resolve().parents[1] / "README.md")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64], help="one table per value")
     args = parser.parse_args()
     with args.csv.open() as source:

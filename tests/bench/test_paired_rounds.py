@@ -3,31 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).parents[2] / "bench"
-
-
-@pytest.fixture(scope="module")
-def bench() -> Iterator[dict[str, ModuleType]]:
-    """bench/common.py, sweep.py and table.py, imported as the scripts import each other."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import common
-        import pool_rounds
-        import sweep
-        import table
-
-        yield {"common": common, "sweep": sweep, "table": table, "pool_rounds": pool_rounds}
-    finally:
-        sys.path.remove(str(BENCH))
-        for name in ("common", "sweep", "table", "pool_rounds"):
-            sys.modules.pop(name, None)
+from bench import common, pool_rounds, sweep, table
 
 
 def sign_test_coverage(n: int, k: int) -> float:
@@ -39,9 +18,9 @@ def sign_test_coverage(n: int, k: int) -> float:
     # The order statistics of the usual 95 % sign-test tables for the median.
     [(6, 1), (7, 1), (8, 1), (9, 2), (10, 2), (12, 3), (15, 4), (20, 6)],
 )
-def test_the_interval_is_the_sign_tests(bench: dict[str, ModuleType], n: int, rank: int) -> None:
+def test_the_interval_is_the_sign_tests(n: int, rank: int) -> None:
     ours = [float(100 + 11 * i % n) for i in range(n)]  # a shuffled 100..100+n-1
-    ratio = bench["common"].paired_ratio(ours, [100.0] * n)
+    ratio = common.paired_ratio(ours, [100.0] * n)
     ordered = sorted(v / 100 for v in ours)
     assert (ratio.low, ratio.high) == (ordered[rank - 1], ordered[n - rank])
     assert ratio.coverage == pytest.approx(sign_test_coverage(n, rank))
@@ -50,31 +29,31 @@ def test_the_interval_is_the_sign_tests(bench: dict[str, ModuleType], n: int, ra
     assert ratio.pairs == n
 
 
-def test_few_rounds_give_the_whole_range_and_say_it_covers_less(bench: dict[str, ModuleType]) -> None:
-    ratio = bench["common"].paired_ratio([9.0, 11.0, 10.0, 12.0], [10.0, 10.0, 10.0, 10.0])
+def test_few_rounds_give_the_whole_range_and_say_it_covers_less() -> None:
+    ratio = common.paired_ratio([9.0, 11.0, 10.0, 12.0], [10.0, 10.0, 10.0, 10.0])
     assert (ratio.low, ratio.high, ratio.median) == (0.9, 1.2, pytest.approx(1.05))
     assert ratio.coverage == pytest.approx(0.875)
-    assert bench["common"].paired_ratio([5.0], [4.0]).coverage == 0
+    assert common.paired_ratio([5.0], [4.0]).coverage == 0
 
 
-def test_rounds_are_paired_in_order(bench: dict[str, ModuleType]) -> None:
+def test_rounds_are_paired_in_order() -> None:
     # Round by round, roadkit is 10 % faster although its slowest round is slower than the engine's fastest.
-    ratio = bench["common"].paired_ratio([110.0, 220.0, 330.0, 440.0, 550.0, 660.0], [100.0, 200.0, 300.0, 400.0, 500.0, 600.0])
+    ratio = common.paired_ratio([110.0, 220.0, 330.0, 440.0, 550.0, 660.0], [100.0, 200.0, 300.0, 400.0, 500.0, 600.0])
     assert (ratio.low, ratio.median, ratio.high) == (pytest.approx(1.1),) * 3
     with pytest.raises(ValueError, match="6 against 5 rounds"):
-        bench["common"].paired_ratio([1.0] * 6, [1.0] * 5)
+        common.paired_ratio([1.0] * 6, [1.0] * 5)
 
 
 @pytest.mark.parametrize(
     ("ratios", "verdict"),
     [([1.01, 1.02, 1.03, 1.04, 1.05, 1.06], "✓"), ([0.97, 0.99, 1.0, 1.01, 1.02, 1.03], "≈"), ([0.9, 0.91, 0.92, 0.95, 0.97, 0.99], "✗")],
 )
-def test_the_verdict_reads_the_interval(bench: dict[str, ModuleType], ratios: list[float], verdict: str) -> None:
-    assert bench["common"].paired_ratio(ratios, [1.0] * len(ratios)).verdict(1.0) == verdict
+def test_the_verdict_reads_the_interval(ratios: list[float], verdict: str) -> None:
+    assert common.paired_ratio(ratios, [1.0] * len(ratios)).verdict(1.0) == verdict
 
 
-def test_the_readme_table_pairs_roadkit_with_the_engine_rounds_beside_it(bench: dict[str, ModuleType]) -> None:
-    result = bench["common"].Result
+def test_the_readme_table_pairs_roadkit_with_the_engine_rounds_beside_it() -> None:
+    result = common.Result
 
     def runs(rates: list[float], cpu: float) -> list[tuple[object, float]]:
         return [(result("x", int(r * 2), 0, 2.0, [5.0, 6.0, 7.0]), cpu) for r in rates]
@@ -84,14 +63,14 @@ def test_the_readme_table_pairs_roadkit_with_the_engine_rounds_beside_it(bench: 
     rows = []
     for workers, engine, ours in (("1", engine_w1, roadkit_w1), ("auto", engine_auto, roadkit_auto)):
         for who, measured, against in (("valhalla_service", engine, None), ("roadkit", ours, engine)):
-            row = bench["sweep"].summary(measured, against)
+            row = sweep.summary(measured, against)
             row.pop("_ratio", None)
             rows.append(
                 {"date": "d", "machine": "m", "mode": "whole-machine", "scenario": "valhalla-isochrone", "server": who}
                 | {"workers": workers if who == "roadkit" else "2 threads", "concurrency": 16}
                 | {key: str(value) for key, value in row.items()}
             )
-    text = bench["table"].table(rows, 16)
+    text = table.table(rows, 16)
     line = next(line for line in text.splitlines() if line.startswith("| valhalla-isochrone"))
     # The engine's median round beside workers=auto (225), roadkit's (232); the ratio 1.02-1.04 in every round: ✓.
     assert line.startswith("| valhalla-isochrone | valhalla_service (2 threads) 225 | 162 | 232 | **1.03** ✓ [1.02, 1.04] (97%) | ≥ 1.0")
@@ -99,18 +78,18 @@ def test_the_readme_table_pairs_roadkit_with_the_engine_rounds_beside_it(bench: 
     assert "6 alternated rounds" in text
 
 
-def test_a_round_without_answers_has_no_ratio(bench: dict[str, ModuleType]) -> None:
-    result = bench["common"].Result
+def test_a_round_without_answers_has_no_ratio() -> None:
+    result = common.Result
     engine = [(result("e", n, 0, 1.0, [1.0]), 1.0) for n in (100, 0, 100, 100, 100, 100, 100)]
     ours = [(result("r", n, 0, 1.0, [1.0]), 1.0) for n in (110, 110, 0, 110, 110, 110, 110)]
-    row = bench["sweep"].summary(ours, engine)
+    row = sweep.summary(ours, engine)
     assert (row["ratio_median"], row["ratio_low"], row["ratio_high"]) == (1.1, 1.1, 1.1)
     assert row["ratio_coverage"] == pytest.approx(0.9375)  # 5 pairs left of 7 rounds: below 95 %
-    nothing = bench["sweep"].summary(ours[2:3], engine[1:2])
+    nothing = sweep.summary(ours[2:3], engine[1:2])
     assert nothing["ratio_median"] == "" and "_ratio" not in nothing
 
 
-def test_the_rounds_of_several_runs_are_pooled_by_server(bench: dict[str, ModuleType]) -> None:
+def test_the_rounds_of_several_runs_are_pooled_by_server() -> None:
     run = (
         "roadkit                    203.6 req/s  p50   62.86 ms\n"
         "roadkit / valhalla_service, each round: 1.019 1.140 0.984; median 1.019\n"
@@ -119,25 +98,25 @@ def test_the_rounds_of_several_runs_are_pooled_by_server(bench: dict[str, Module
         "roadkit / ceiling, median and its interval: 0.902 [0.877, 0.994] (96%, 20 rounds)\n"
     )
     other = "roadkit / valhalla_service, each round: 1.1 0.95; median 1.025\n"
-    pooled = bench["pool_rounds"].pooled([run, other, "no rounds here"])
+    pooled = pool_rounds.pooled([run, other, "no rounds here"])
     assert pooled == {"roadkit": [1.019, 1.140, 0.984, 1.1, 0.95], "roadkit-b": [0.9, 1.2]}
-    ratio = bench["common"].paired_ratio(pooled["roadkit"], [1.0] * 5)
+    ratio = common.paired_ratio(pooled["roadkit"], [1.0] * 5)
     assert ratio.median == 1.019 and ratio.pairs == 5
 
 
-def test_the_p50_overhead_is_the_median_of_the_rounds_differences(bench: dict[str, ModuleType]) -> None:
-    difference = bench["common"].paired_difference([1.3, 1.1, 1.6, 1.25, 1.4, 1.3], [1.0, 0.9, 1.0, 0.95, 1.0, 1.0])
+def test_the_p50_overhead_is_the_median_of_the_rounds_differences() -> None:
+    difference = common.paired_difference([1.3, 1.1, 1.6, 1.25, 1.4, 1.3], [1.0, 0.9, 1.0, 0.95, 1.0, 1.0])
     assert (difference.low, difference.high) == (pytest.approx(0.2), pytest.approx(0.6))
     assert difference.median == pytest.approx(0.3)
     assert difference.verdict_at_most(0.5) == "≈"
     assert difference.verdict_at_most(0.61) == "✓"
     assert difference.verdict_at_most(0.1) == "✗"
     with pytest.raises(ValueError, match="3 against 2 rounds"):
-        bench["common"].paired_difference([1.0] * 3, [1.0] * 2)
+        common.paired_difference([1.0] * 3, [1.0] * 2)
 
 
-def test_the_readme_table_gives_the_p50_overhead_of_the_paired_rounds(bench: dict[str, ModuleType]) -> None:
-    result = bench["common"].Result
+def test_the_readme_table_gives_the_p50_overhead_of_the_paired_rounds() -> None:
+    result = common.Result
 
     def runs(rate: float, p50s: list[float]) -> list[tuple[object, float]]:
         return [(result("x", int(rate), 0, 1.0, [p50]), 1.0) for p50 in p50s]
@@ -147,13 +126,13 @@ def test_the_readme_table_gives_the_p50_overhead_of_the_paired_rounds(bench: dic
     for concurrency, (engine_p50, ours_p50) in ((1, one_client), (16, ([9.0] * 6, [9.0] * 6))):  # the sweep's order
         engine, ours = runs(1000, engine_p50), runs(700, ours_p50)
         for who, measured, against in (("osrm-routed", engine, None), ("roadkit", ours, engine)):
-            row = bench["sweep"].summary(measured, against)
+            row = sweep.summary(measured, against)
             row.pop("_ratio", None)
             rows.append(
                 {"date": "d", "machine": "m", "mode": "whole-machine", "scenario": "osrm-geojson-steps", "server": who}
                 | {"workers": "auto" if who == "roadkit" else "2 threads", "concurrency": concurrency}
                 | {key: str(value) for key, value in row.items()}
             )
-    line = next(line for line in bench["table"].table(rows, 16).splitlines() if line.startswith("| osrm-geojson-steps"))
+    line = next(line for line in table.table(rows, 16).splitlines() if line.startswith("| osrm-geojson-steps"))
     # Median rounds 1.00 / 1.30; the rounds' differences 0.3 in the median, [0.2, 0.6]: 0.5 ms is inside.
     assert "| 1.00 / 1.30 (+0.30 ≈ [+0.20, +0.60]) |" in line

@@ -1,15 +1,15 @@
 """Two roadkit versions against the engine's server in one run: the roadkit core of a git revision and the installed one.
 
-    python bench/ab.py main                       # main's core/ against the installed roadkit
-    python bench/ab.py HEAD~3 --scenarios osrm-polyline --concurrency 4 16 --rounds 5
-    python bench/ab.py main --scenarios valhalla-route valhalla-isochrone --concurrency 16 64
+    python -m bench.investigations.ab main            # main's core/ against the installed roadkit
+    python -m bench.investigations.ab HEAD~3 --scenarios osrm-polyline --concurrency 4 16 --rounds 5
+    python -m bench.investigations.ab main --scenarios valhalla-route valhalla-isochrone --concurrency 16 64
 
 The revision's ``core/`` is extracted to a temporary folder and put first on ``PYTHONPATH`` of its
 server (and so of its workers); the plugins are the installed ones. osrm-routed (one thread per
 core) and the two roadkit services (``workers = "auto"``, child processes) run side by side on the
 whole machine and are measured alternately in every round; the report gives the median ratio to
 osrm-routed and each round's ratio, so that a change that makes rounds fast or slow by chance
-(the connections' spread over the workers) shows, where ``sweep.py`` keeps the best round only.
+(the connections' spread over the workers) shows, where the sweep (``bench.sweep``) keeps the best round only.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tarfile
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from common import CPUS, free_port, isochrone_points, load, random_pairs, session_cpu_seconds
-from sweep import ROOT, SCENARIOS, _ok, accepted_per_worker, engine_command, roadkit_files, running
+from bench.common import CORES, ROOT, free_port, http_200, isochrone_points, load, random_pairs, session_cpu_seconds
+from bench.config import roadkit_files
+from bench.servers import SCENARIOS, accepted_per_worker, engine_command, roadkit_command, running
 
 
 def extract_core(revision: str, into: Path) -> Path:
@@ -62,7 +62,7 @@ def main() -> None:
         first = args.scenarios[0]
         sample = points[0] if first.endswith("isochrone") else pairs[0]
         ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[first][1](*sample)
-        engine = stack.enter_context(running(engine_command(family, workdir, engine_port, len(CPUS)), pinned=False, ready=ready))
+        engine = stack.enter_context(running(engine_command(family, workdir, engine_port, CORES), pinned=False, ready=ready))
         servers: dict[str, tuple[int, int, int]] = {engine_name: (engine_port, 0, engine.pid)}
         for name, path in ((args.revision, before), ("installed", None)):
             folder = workdir / f"roadkit-{len(servers)}"
@@ -75,7 +75,7 @@ def main() -> None:
             try:
                 process = stack.enter_context(
                     running(
-                        [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+                        roadkit_command(server),
                         pinned=False,
                         ready=f"http://127.0.0.1:{admin}/admin/1.0.0/health",
                     )
@@ -93,10 +93,10 @@ def main() -> None:
                     for name, (port, admin, pid) in servers.items():
                         path = SCENARIOS[scenario][1] if name == engine_name else SCENARIOS[scenario][2]
                         urls = [f"http://127.0.0.1:{port}" + path(*pair) for pair in chosen]
-                        load(name, urls[:50], concurrency=concurrency, duration=0.3, check=_ok, warm_up=False)
+                        load(name, urls[:50], concurrency=concurrency, duration=0.3, check=http_200, warm_up=False)
                         accepted = accepted_per_worker(admin) if admin else []
                         cpu = session_cpu_seconds(pid)
-                        result = load(name, urls, concurrency=concurrency, duration=args.duration, check=_ok, warm_up=False)
+                        result = load(name, urls, concurrency=concurrency, duration=args.duration, check=http_200, warm_up=False)
                         cpu = 1000 * (session_cpu_seconds(pid) - cpu) / max(result.requests, 1)
                         after = accepted_per_worker(admin) if accepted else []
                         spread = "/".join(str(b - a) for a, b in zip(accepted, after, strict=False))

@@ -1,13 +1,13 @@
 """``perf record`` of roadkit's child-process workers under the sweep's load, whole machine.
 
-    python bench/perf_workers.py [--scenario valhalla-isochrone] [--seconds 8] [--out /tmp/workers.data] [--allocator auto]
+    python -m bench.investigations.perf_workers [--scenario valhalla-isochrone] [--seconds 8] [--out /tmp/workers.data] [--allocator auto]
     perf report -i /tmp/workers.data --no-children --sort pid,dso -g none --percent-limit 0.3 --stdio
 
-Starts the bench service of the scenario's engine with ``workers = "auto"`` (as ``bench/sweep.py``),
+Starts the bench service of the scenario's engine with ``workers = "auto"`` (as ``bench.sweep``),
 warms it up, then records every thread of the workers with ``perf record -g`` (999 Hz) while 16
 clients send the sweep's requests. The workers run with ``PYTHONPERFSUPPORT=1``, so Python
 functions appear in the report as ``py::...`` symbols. Where a sampling profile of the Python
-stacks is wanted instead, ``bench/profile.py`` runs py-spy on a same-process service. Sorting the
+stacks is wanted instead, ``bench.investigations.profile`` runs py-spy on a same-process service. Sorting the
 report by ``pid,dso`` splits the CPU by thread (event loops, engine threads) and by library
 (the engine, libpython, the allocator, the kernel): this is how the allocator's share was found.
 """
@@ -18,13 +18,13 @@ import argparse
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import free_port, isochrone_points, load, random_pairs, wait_http
-from sweep import SCENARIOS, roadkit_files
+from bench.common import free_port, isochrone_points, load, random_pairs, wait_http
+from bench.config import roadkit_files
+from bench.servers import SCENARIOS, roadkit_command
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
     server = roadkit_files(workdir, family, port, admin, workers="auto", threads=1, allocator=args.allocator)
     env = os.environ | {"PYTHONPERFSUPPORT": "1"}
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    ours = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], env=env, start_new_session=True, **quiet)  # type: ignore[call-overload]
+    ours = subprocess.Popen(roadkit_command(server), env=env, start_new_session=True, **quiet)  # type: ignore[call-overload]
     try:
         urls = [f"http://127.0.0.1:{port}" + roadkit_path(*p) for p in points]
         wait_http(f"http://127.0.0.1:{admin}/admin/1.0.0/health", 180)

@@ -1,19 +1,20 @@
 """The thinnest Python HTTP server over the Valhalla Actor: the ceiling of any Python front end.
 
-    python bench/ceiling_valhalla.py <valhalla.json> <port> [--workers N] [--allocator auto] [--http raw|uvicorn]
+    python -m bench.investigations.ceiling_valhalla <valhalla.json> <port> [--workers N] [--allocator auto] [--http raw|uvicorn]
 
-Not roadkit, and not for serving: a measuring instrument for ``bench/thread_cpu.py --ceiling``.
+Not roadkit, and not for serving: a measuring instrument for ``bench.investigations.thread_cpu --ceiling``.
 It answers valhalla_service's own requests (``GET /route?json=<body>``, ``GET /isochrone?json=<body>``,
 the sweep's URLs) with the Actor's text as it is (200), or the Actor's error (400), and does
 nothing else: no parameter check, no reading or checking of the answer, no response model, no
 headers but the length. It runs much as roadkit's workers do on the whole machine: ``N`` forked
 processes (one per core by default), uvloop, one Actor called on the event loop's thread, and the
-allocator roadkit's workers preload by default; unlike them (one shared socket, ``roadkit.accept``),
+allocator roadkit's workers preload by default; unlike them (one shared socket, ``roadkit.process.accept``),
 each process has its own ``SO_REUSEPORT`` listening socket and the kernel spreads the connections.
 What roadkit does beyond this server is what its features cost; what this server does beyond
 valhalla_service is the most a Python server built on the Actor can gain. ``--http uvicorn`` serves
 the same answers as an ASGI app under uvicorn (httptools, as roadkit's default HTTP server): the
-difference between the two is what the HTTP server and ASGI cost.
+difference between the two is what the HTTP server and ASGI cost. It imports nothing of the benchmarks,
+so it also runs as a file (``python bench/investigations/ceiling_valhalla.py``, as its test runs it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import unquote
 
-from roadkit import allocator
+from roadkit.config.allocator import preload
+from roadkit.process.allocator import environment
 
 ACTIONS = (b"/route", b"/isochrone")
 
@@ -114,11 +116,13 @@ def main() -> None:
     parser.add_argument("--allocator", default="auto", help="as roadkit's workers' setting (default: theirs)")
     parser.add_argument("--http", default="raw", choices=["raw", "uvicorn"], help="raw: the protocol above; uvicorn: as an ASGI app")
     args = parser.parse_args()
-    library = allocator.preload(args.allocator)
-    env = allocator.environment(library)
+    library = preload(args.allocator)
+    env = environment(library)
     if env.get("LD_PRELOAD") != os.environ.get("LD_PRELOAD"):
-        # Not started with the allocator preloaded: start again with it, as the administrator starts a worker.
-        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+        # Not started with the allocator preloaded: start again with it, as the administrator starts a worker
+        # (the same way: as a module with ``-m``, or as a file).
+        module = ["-m", __spec__.name] if __spec__ is not None else [sys.argv[0]]
+        os.execve(sys.executable, [sys.executable, *module, *sys.argv[1:]], env)
     children = []
     for _ in range(args.workers):
         pid = os.fork()

@@ -1,6 +1,7 @@
 """Sampling profile of a roadkit service process under load (py-spy), summarised by function.
 
-    python bench/profile.py osrm --query "geometryFormat=polyline&getSteps=false&getBbox=false" --seconds 15 [--server hypercorn]
+    python -m bench.investigations.profile osrm --query "geometryFormat=polyline&getSteps=false&getBbox=false" --seconds 15
+    python -m bench.investigations.profile osrm --server hypercorn ...   # the other HTTP server
 
 Starts the bench's roadkit service (same-process, pinned to the last core, the load generator on
 the others), sends the same random Monaco routes as the benchmarks with 16 connections, records
@@ -12,15 +13,15 @@ stacks are kept (``--out``) for flame graphs (e.g. ``py-spy``'s own ``--format f
 from __future__ import annotations
 
 import argparse
-import collections
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from common import free_port, load, pin_client, pin_server, random_pairs, wait_http
+from bench.common import free_port, load, pin_client, pin_server, py_spy, random_pairs, summarise, wait_http
+from bench.config import roadkit_files
+from bench.servers import roadkit_command
 
 #: Substrings of frames whose inclusive share is reported (a frame is "file:function").
 SUSPECTS = {
@@ -37,36 +38,6 @@ SUSPECTS = {
 }
 
 
-def summarise(raw: Path, top: int = 25, suspects: dict[str, str] | None = None) -> str:
-    """Inclusive shares of the suspects and the top functions by own samples, from py-spy's raw output."""
-    suspects = SUSPECTS if suspects is None else suspects
-    total = 0
-    inclusive: collections.Counter[str] = collections.Counter()
-    own: collections.Counter[str] = collections.Counter()
-    for line in raw.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not count_text.isdigit():
-            continue
-        count = int(count_text)
-        frames = stack.split(";")
-        total += count
-        own[frames[-1]] += count
-        for name, needle in suspects.items():
-            if any(needle in frame for frame in frames):
-                inclusive[name] += count
-    lines = [f"{total} samples"]
-    lines += [f"  {name:<34} {100 * inclusive[name] / max(total, 1):5.1f} %" for name in suspects if inclusive[name]]
-    lines.append("top functions by own samples:")
-    lines += [f"  {100 * n / max(total, 1):5.1f} %  {frame}" for frame, n in own.most_common(top)]
-    return "\n".join(lines)
-
-
-def _py_spy() -> str:
-    """py-spy beside this interpreter (a virtual environment's), else on PATH."""
-    beside = Path(sys.executable).parent / "py-spy"
-    return str(beside) if beside.exists() else "py-spy"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("engine", choices=["osrm", "valhalla"])
@@ -77,8 +48,6 @@ def main() -> None:
     parser.add_argument("--server", default=None, help="http_server setting of the service (hypercorn, uvicorn)")
     parser.add_argument("--out", type=Path, default=None, help="keep py-spy's raw collapsed stacks here")
     args = parser.parse_args()
-
-    from sweep import roadkit_files
 
     pin_client()
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,7 +65,7 @@ def main() -> None:
         else:
             urls = [f"{base}/simple/1.0.0/route?resource={resource}&start={a[0]},{a[1]}&end={b[0]},{b[1]}&{args.query}" for a, b in pairs]
         serve = subprocess.Popen(
-            [sys.executable, "-m", "roadkit.cli", "serve", str(server)],
+            roadkit_command(server),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=pin_server,
@@ -107,7 +76,7 @@ def main() -> None:
             wait_http(urls[0])
             spy = subprocess.Popen(
                 [
-                    _py_spy(),
+                    py_spy(),
                     "record",
                     "--pid",
                     str(serve.pid),
@@ -136,7 +105,7 @@ def main() -> None:
             serve.terminate()
             serve.wait()
         print(result[0].line())  # type: ignore[attr-defined]
-        print(summarise(raw))
+        print(summarise(raw, SUSPECTS))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 httptools protocol on uvloop that writes the same fixed answer (the floor any Python HTTP server on
 this stack could reach). Both answer a 2.9 kB JSON body (the size of a Monaco isochrone) to a GET.
 
-    python bench/http_floor.py [--concurrency 16] [--duration 3] [--rounds 3]
+    python -m bench.investigations.http_floor [--concurrency 16] [--duration 3] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from common import free_port, load, session_cpu_seconds, wait_http
+from bench.common import free_port, load, session_cpu_seconds, wait_http
 
 BODY_SIZE = 2900
 

@@ -1,6 +1,6 @@
 """What roadkit adds to a Valhalla call, in CPU time per request, without an HTTP server.
 
-    python bench/overhead.py route|isochrone [--requests 200] [--rounds 7]
+    python -m bench.investigations.overhead route|isochrone [--requests 200] [--rounds 7]
 
 The bench's Valhalla service (same process, one Actor) is called as an ASGI app with the sweep's
 random Monaco requests, in alternated rounds: the Actor alone on the request bodies roadkit sent,
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import random_pairs
-from sweep import roadkit_files
+from bench.common import random_pairs
+from bench.config import roadkit_files
 
 
 class Recorder:
@@ -52,9 +52,9 @@ class Recorder:
 
 
 async def main(args: argparse.Namespace) -> None:
-    from roadkit.app import create_app
     from roadkit.config import load_service
     from roadkit.plugins import Plugins
+    from roadkit.serving.app import create_app
     from roadkit_valhalla.engine_threads import EngineThreads
 
     workdir = Path(tempfile.mkdtemp())

@@ -1,6 +1,6 @@
 """CPU per request of each thread of valhalla_service and of roadkit's workers, under the same load.
 
-    python bench/thread_cpu.py [--scenario valhalla-isochrone] [--concurrency 16] [--duration 6] [--rounds 2]
+    python -m bench.investigations.thread_cpu [--scenario valhalla-isochrone] [--concurrency 16] [--duration 6] [--rounds 2]
 
 Whole machine, the sweep's settings (valhalla_service with one thread per core, roadkit with
 ``workers = "auto"`` and one Actor per worker) and the sweep's requests, the two servers
@@ -14,7 +14,7 @@ or around it, which the sweep's CPU per process cannot.
 in the same rounds: two roadkit settings compared on the same machine state. The last lines give each
 roadkit's ratio of requests/s to valhalla_service's, round by round, and their median.
 
-``--ceiling [raw] [uvicorn]`` adds ``bench/ceiling_valhalla.py`` in the same rounds: the thinnest Python
+``--ceiling [raw] [uvicorn]`` adds ``bench.investigations.ceiling_valhalla`` in the same rounds: the thinnest Python
 server on the Actor (valhalla_service's own requests, the Actor's text answered as is, nothing
 checked), run as roadkit's workers run. Its ratio to valhalla_service is the most a Python server on
 the Actor gains here; roadkit's ratio to it is what roadkit's own path costs. ``uvicorn`` adds the same
@@ -33,8 +33,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import free_port, isochrone_points, load, paired_ratio, random_pairs, wait_http
-from sweep import CORES, SCENARIOS, engine_command, roadkit_files, valhalla_config
+from bench.common import CORES, ROOT, free_port, isochrone_points, load, paired_ratio, random_pairs, wait_http
+from bench.config import roadkit_files
+from bench.servers import SCENARIOS, engine_command, roadkit_command, valhalla_config
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -93,7 +94,7 @@ def main() -> None:
         nargs="*",
         default=None,
         choices=["raw", "uvicorn"],
-        help="also run bench/ceiling_valhalla.py (the thinnest server on the Actor; raw by default) in the same rounds",
+        help="also run bench.investigations.ceiling_valhalla (the thinnest server on the Actor; raw by default) in the same rounds",
     )
     args = parser.parse_args()
     points = isochrone_points(2000) if args.scenario.endswith("isochrone") else random_pairs(2000)  # the sweep's
@@ -107,7 +108,7 @@ def main() -> None:
         engine_env = os.environ | dict(item.split("=", 1) for item in args.engine_env)
         roadkit_env = os.environ | dict(item.split("=", 1) for item in args.roadkit_env)
         engine = subprocess.Popen(engine_command("valhalla", workdir, engine_port, CORES), env=engine_env, **quiet)  # type: ignore[call-overload]
-        ours = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server)], env=roadkit_env, **quiet)  # type: ignore[call-overload]
+        ours = subprocess.Popen(roadkit_command(server), env=roadkit_env, **quiet)  # type: ignore[call-overload]
         servers = [
             ("valhalla_service", engine, [f"http://127.0.0.1:{engine_port}" + engine_path(*p) for p in points]),
             ("roadkit", ours, [f"http://127.0.0.1:{port}" + roadkit_path(*p) for p in points]),
@@ -126,12 +127,12 @@ def main() -> None:
                 limits=args.b_limits or (),
             )
             b_env = roadkit_env | dict(item.split("=", 1) for item in args.b_env or [])
-            other = subprocess.Popen([sys.executable, "-m", "roadkit.cli", "serve", str(server_b)], env=b_env, **quiet)  # type: ignore[call-overload]
+            other = subprocess.Popen(roadkit_command(server_b), env=b_env, **quiet)  # type: ignore[call-overload]
             servers.append(("roadkit-b", other, [f"http://127.0.0.1:{port_b}" + roadkit_path(*p) for p in points]))
         for http in args.ceiling or (["raw"] if args.ceiling == [] else []):
             ceiling_port = free_port()
-            command = [sys.executable, str(Path(__file__).with_name("ceiling_valhalla.py")), str(valhalla_config()), str(ceiling_port)]
-            ceiling = subprocess.Popen([*command, "--http", http], env=roadkit_env, **quiet)  # type: ignore[call-overload]
+            command = [sys.executable, "-m", "bench.investigations.ceiling_valhalla", str(valhalla_config()), str(ceiling_port)]
+            ceiling = subprocess.Popen([*command, "--http", http], env=roadkit_env, cwd=ROOT, **quiet)  # type: ignore[call-overload]
             name = "ceiling" if http == "raw" else f"ceiling-{http}"
             servers.append((name, ceiling, [f"http://127.0.0.1:{ceiling_port}" + engine_path(*p) for p in points]))
         rates: dict[str, list[float]] = {who: [] for who, _, _ in servers}

@@ -4,7 +4,7 @@ PSS (proportional set size, ``/proc/<pid>/smaps_rollup``) divides every shared p
 processes that map it, so the sum over the administrator and its workers is what the service
 really costs; RSS would count a memory-mapped dataset once per worker.
 
-Run with ``python bench/memory_workers.py [--workers 1 2 4] [--no-mmap] [--tile-folder]`` after
+Run with ``python -m bench.investigations.memory_workers [--workers 1 2 4] [--no-mmap] [--tile-folder]`` after
 ``roadkit prepare --config examples/monaco/server.toml``. The demo's OSRM and Valhalla sources are
 used (pgRouting needs its database: left out). Each worker answers one request of every resource
 before the measurement, so the engines have touched their data. ``--tile-folder`` has Valhalla read
@@ -15,9 +15,7 @@ demo's tar extract; the "tiles.tar PSS" column is what the mapped extract costs 
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,10 +24,9 @@ import time
 from pathlib import Path
 
 import httpx
-from common import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "monaco"
+from bench.config import example_files
+
 ROUTES = [
     {"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"},
     {"resource": "monaco-valhalla", "start": "7.41337,43.72956", "end": "7.41983,43.73115"},
@@ -63,34 +60,9 @@ def tar_pss_kib(pid: int) -> int:
     return total
 
 
-def setup(workdir: Path, workers: int, mmap: bool, tile_folder: bool = False, allocator: str | None = None) -> tuple[Path, int, int]:
-    example = workdir / "monaco"
-    shutil.copytree(EXAMPLE, example, symlinks=True, ignore=shutil.ignore_patterns("*pgrouting*"))
-    if not (example / "data").exists():
-        (example / "data").symlink_to(EXAMPLE / "data")
-    admin_port, service_port = free_port(), free_port()
-    server = example / "server.toml"
-    text = server.read_text().replace("port = 8079", f"port = {admin_port}").replace('workers = "auto"', f"workers = {workers}")
-    if allocator is not None:
-        text = text.replace("workers = ", f'allocator = "{allocator}"\nworkers = ', 1)
-    server.write_text(text.replace('level = "info"', 'level = "warning"'))
-    service = example / "service.toml"
-    service.write_text(service.read_text().replace("port = 8080", f"port = {service_port}"))
-    if not mmap:
-        for source in (example / "sources").glob("monaco-*-*.source"):
-            source.write_text(source.read_text().replace('algorithm = "', 'mmap = false\nalgorithm = "'))
-    if tile_folder:
-        config = example / "data" / "valhalla" / "valhalla.json"
-        data = json.loads(config.read_text())
-        data["mjolnir"].pop("tile_extract", None)
-        config.unlink()  # may be a link into the example: replace it, never write through it
-        config.write_text(json.dumps(data))
-    return server, admin_port, service_port
-
-
 def measure(workers: int, mmap: bool, tile_folder: bool = False, allocator: str | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        server, admin_port, service_port = setup(Path(tmp), workers, mmap, tile_folder, allocator)
+        server, admin_port, service_port = example_files(Path(tmp), workers, mmap, tile_folder, allocator)
         process = subprocess.Popen(
             [sys.executable, "-m", "roadkit.cli", "serve", str(server)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
