@@ -45,6 +45,7 @@ def tests(session: nox.Session) -> None:
     session.install("--disable-pip-version-check", "-r", "tests/requirements.txt")
     if os.environ.get("ROADKIT_LINT", "1") != "0":
         _lint(session)
+        _docs(session)
     args = session.posargs or ["tests"]
     # Coverage of the INSTALLED distributions (non-editable): [tool.coverage.run] names them by
     # package, never by path; the floor (fail_under) applies to the whole suite only.
@@ -89,11 +90,12 @@ TYPED = [
 
 
 def _lint(session: nox.Session) -> None:
-    """ruff (rules and line length), ruff format --check on the whole tree, mypy --strict on the packages."""
+    """ruff (rules and line length), ruff format --check on the whole tree, mypy --strict on the packages, core's layers."""
     session.install("--disable-pip-version-check", "-r", "tools/lint-requirements.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", *[path for path in TYPED if (ROOT / path).is_dir()])
+    session.run("lint-imports", "--no-cache")  # core's layers: [tool.importlinter] in pyproject.toml
 
 
 @nox.session(python=PYTHON)
@@ -103,16 +105,42 @@ def lint(session: nox.Session) -> None:
     _lint(session)
 
 
+def _docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs.yml, docs/) built with every warning an error, into .cache/site (not committed)."""
+    session.install("--disable-pip-version-check", "-r", "tools/docs-requirements.txt")
+    # NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, printed on every build.
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--config-file",
+        str(ROOT / "mkdocs.yml"),
+        "--site-dir",
+        str(ROOT / ".cache" / "site"),
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with ``--strict`` (also a step of ``tests``); open .cache/site/index.html."""
+    _docs(session)
+
+
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """roadkit against the engines' own servers, whole machine, over concurrency and workers: CSV, PNG, README table.
+    """roadkit against the engines' own servers, whole machine, over concurrency and workers: CSV, PNG, the documentation's table.
 
     ``./dev bench`` (full sweep), ``./dev bench -- --quick``, ``./dev bench -- --one-core``; the other
-    bench_*.py scripts run on their own (``python bench/bench_pgrouting.py``...).
+    benchmarks run on their own from the repository root (``python -m bench.bench_pgrouting``...).
     """
     _install_project(session, apps=False)
     session.install("aiohttp", "matplotlib", "uvloop", "py-spy")
     env = {"ROADKIT_CACHE": str(ROOT / ".cache")}
-    session.run("python", str(ROOT / "bench" / "sweep.py"), *session.posargs, env=env)
-    if not session.posargs:  # the full sweep: the README's table follows its CSV
-        session.run("python", str(ROOT / "bench" / "table.py"), str(ROOT / "bench" / "results" / "sweep-whole-machine.csv"))
+    # ``bench`` is a package of the repository: run as modules from its root (nox runs sessions from
+    # the noxfile's folder, the root; ``-m`` puts the working directory first on the module path).
+    with session.chdir(ROOT):
+        session.run("python", "-m", "bench.sweep", *session.posargs, env=env)
+        if not session.posargs:  # the full sweep: the documentation's table and plot follow its CSV
+            csv = str(ROOT / "bench" / "results" / "sweep-whole-machine.csv")
+            session.run("python", "-m", "bench.table", csv, "--page", str(ROOT / "docs" / "benchmarks.md"))

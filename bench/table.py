@@ -1,12 +1,13 @@
-"""The README's benchmark table, regenerated from a ``bench.sweep`` CSV.
+"""The benchmark table of the documentation (docs/benchmarks.md), regenerated from a ``bench.sweep`` CSV.
 
-    python -m bench.table bench/results/sweep-whole-machine.csv [--readme README.md] [--concurrency 16 64]
+    python -m bench.table bench/results/sweep-whole-machine.csv [--page docs/benchmarks.md] [--concurrency 16 64]
 
 For each scenario: the engine server's req/s and roadkit's with each workers setting at the chosen
 concurrency (median rounds), the median of the paired ratios with its interval against the issue's
 target (``common.paired_ratio``), and the p50 of both at one client. An older CSV without paired
-rounds gives the best rounds' table. The table replaces what stands between the README's markers
-``<!-- bench-table:begin -->`` and ``<!-- bench-table:end -->`` (printed when there are none).
+rounds gives the best rounds' table. With ``--page``, the table replaces what stands between that page's
+markers ``<!-- bench-table:begin -->`` and ``<!-- bench-table:end -->``, and the sweep's plot is copied
+beside it (docs/assets/); without, it is printed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import re
+import shutil
 from pathlib import Path
 
 from bench.common import ROOT, Ratio
@@ -157,17 +159,20 @@ def paired_table(rows: list[dict[str, str]], concurrency: int, workers: list[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", type=Path)
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--page", type=Path, default=None, help="the page whose table is replaced (docs/benchmarks.md)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64], help="one table per value")
     args = parser.parse_args()
     with args.csv.open() as source:
         rows = list(csv.DictReader(source))
     text = "\n\n".join(table(rows, concurrency) for concurrency in args.concurrency)
-    readme = args.readme.read_text()
-    if BEGIN in readme and END in readme:
+    page = args.page.read_text() if args.page is not None else ""
+    if BEGIN in page and END in page:
         pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-        args.readme.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}\n{END}", readme))
-        print(f"{args.readme}: table replaced")
+        args.page.write_text(pattern.sub(lambda _: f"{BEGIN}\n{text}\n{END}", page))
+        plot = args.csv.with_suffix(".png")
+        if plot.exists():
+            shutil.copyfile(plot, args.page.parent / "assets" / plot.name)
+        print(f"{args.page}: table replaced")
     else:
         print(text)
 
