@@ -298,7 +298,7 @@ allocator = "COLONED"
 
 def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Path) -> None:
     from roadkit.config import allocator
-    from roadkit.process.allocator import environment, loaded, own
+    from roadkit.process.allocator import environment, loaded
 
     empty, folder = tmp_path / "empty", tmp_path / "lib"
     empty.mkdir()

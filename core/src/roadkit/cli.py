@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -76,6 +77,20 @@ def _prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plugins(args: argparse.Namespace) -> int:
+    plugins = Plugins.create().describe()
+    if args.json:
+        print(json.dumps(plugins, indent=2))
+        return 0
+    for plugin in plugins:
+        origin = f"{plugin['distribution']} {plugin['version']}".strip() or "(no distribution)"
+        print(f"{plugin['name']}  [{origin}]")
+        for label, key in (("source kinds", "sourceKinds"), ("APIs", "apis"), ("commands", "commands"), ("hooks", "hooks")):
+            if plugin[key]:
+                print(f"    {label}: {', '.join(plugin[key])}")
+    return 0
+
+
 def _admin_token(args: argparse.Namespace) -> int:
     from roadkit.auth.tokens import add_token
 
@@ -106,7 +121,11 @@ def roadkit_commands() -> Sequence[Command]:
         parser.add_argument("name", help="who or what uses the token (shown in the admin log)")
         parser.add_argument("--file", type=Path, required=True, help="the tokens file named by administrator.auth.tokens_file")
 
+    def plugins_args(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print the list as JSON")
+
     return [
+        Command("plugins", "List the installed plugins: distributions, source kinds, APIs, commands and hooks.", plugins_args, _plugins),
         Command("admin-token", "Create an admin API token; its salted hash is appended to the tokens file.", token_args, _admin_token),
         Command("serve", "Start the administrator and its services.", serve_args, _serve),
         Command("check", "Check a configuration without starting anything.", config_arg, _check),

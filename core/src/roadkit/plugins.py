@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
-from roadkit import hookspecs
-from roadkit.hookspecs import Command
+from roadkit import __version__, hookspecs
 from roadkit.errors import PluginError
+from roadkit.hookspecs import Command
 from roadkit.routing.units import UnitRegistry
 
 if TYPE_CHECKING:
@@ -67,6 +67,16 @@ def make_plugin_manager(
     except pluggy.PluginValidationError as exc:
         raise PluginError(str(exc)) from exc
     return pm
+
+
+def _distribution(pm: pluggy.PluginManager, plugin: object, name: str) -> tuple[str, str]:
+    """(distribution, version) of a registered plugin; core's defaults are roadkit's own."""
+    for plug, dist in pm.list_plugin_distinfo():
+        if plug is plugin:
+            return str(dist.project_name), str(dist.version)  # type: ignore[attr-defined]
+    if name in DEFAULT_PLUGINS:
+        return "roadkit", __version__
+    return "", ""
 
 
 def _distribution_of(pm: pluggy.PluginManager, plugin: object) -> str:
@@ -131,6 +141,37 @@ class Plugins:
                     raise PluginError(f"API {api.name}/{api.version} is provided twice")
                 apis[key] = api
         return apis
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every registered plugin, in load order: its name, distribution and version, and what it contributes.
+
+        What ``roadkit plugins`` prints and ``GET /admin/1.0.0/plugins`` answers.
+        """
+        described = []
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is None:  # blocked
+                continue
+            distribution, version = _distribution(self.pm, plugin, name)
+            hooks = sorted(impl.name for impl in self.pm.get_hookcallers(plugin) or ())
+
+            def answer(hook: str, plugin: object = plugin, hooks: list[str] = hooks) -> Sequence[Any]:
+                if hook not in hooks:
+                    return ()
+                impl = next(i for i in getattr(self.pm.hook, hook).get_hookimpls() if i.plugin is plugin)
+                return cast(Sequence[Any], impl.function() or ())
+
+            described.append(
+                {
+                    "name": name,
+                    "distribution": distribution,
+                    "version": version,
+                    "sourceKinds": sorted(cls.kind for cls in answer("roadkit_source_kinds")),
+                    "apis": sorted(f"{api.name}/{api.version}" for api in answer("roadkit_apis")),
+                    "commands": sorted(command.name for command in answer("roadkit_commands")),
+                    "hooks": hooks,
+                }
+            )
+        return described
 
     def commands(self) -> list[Command]:
         """Every sub-command contributed by a plugin."""

@@ -57,6 +57,9 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
     async def version(request: Request) -> Response:
         return JSONResponse({"version": __version__})
 
+    async def plugins(request: Request) -> Response:
+        return JSONResponse(admin.plugins.describe())
+
     async def health(request: Request) -> Response:
         body = await admin.health()
         return JSONResponse(body, status_code=200 if body["state"] == "green" else 503)
@@ -91,6 +94,7 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
         Route("/", guarded(index), methods=["GET"]),
         Route("/version", guarded(version), methods=["GET"]),
         Route("/health", guarded(health), methods=["GET"]),
+        Route("/plugins", guarded(plugins), methods=["GET"]),
         Route("/configuration", guarded(configuration), methods=["GET"]),
         Route("/services", guarded(services), methods=["GET"]),
         Route("/services/{service}", guarded(service), methods=["GET"]),

@@ -66,6 +66,11 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                     "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"}),
                 },
             ),
+            "/plugins": _get(
+                "plugins",
+                "The installed plugins in load order: distribution, version, source kinds, APIs, commands and hooks.",
+                {"200": _ok("Plugins", {"type": "array", "items": {"$ref": "#/components/schemas/Plugin"}})},
+            ),
             "/configuration": _get("configuration", "The server file as loaded.", {"200": _ok("Configuration", {"type": "object"})}),
             "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
             "/services/{service}": _get(
@@ -108,6 +113,16 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                     },
                 },
                 "Version": {"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}},
+                "Plugin": {
+                    "type": "object",
+                    "required": ["name", "distribution", "version", "sourceKinds", "apis", "commands", "hooks"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "distribution": {"type": "string"},
+                        "version": {"type": "string"},
+                        **{key: {"type": "array", "items": {"type": "string"}} for key in ("sourceKinds", "apis", "commands", "hooks")},
+                    },
+                },
                 "State": {"type": "string", "enum": [str(state) for state in HealthState]},
                 "Health": {
                     "type": "object",
