@@ -16,6 +16,7 @@ from roadkit import hookimpl
 from roadkit.plugins import Plugins
 from roadkit.routing.model import Cost, NearestPoint, NearestRequest, NearestResponse, Portion, RouteRequest, RouteResponse
 from roadkit.routing.source import Source, SourceState
+from roadkit.testing import plugins_for_tests
 
 
 @attrs.frozen
@@ -79,7 +80,7 @@ class TestPlugin:
 def plugins() -> Plugins:
     StraightLineSource.gate = None
     StraightLineSource.connections = 0
-    return Plugins.create(load_entry_points=False, extra_plugins=[TestPlugin()])
+    return plugins_for_tests(TestPlugin(), entry_points=False)
 
 
 def write(path: Path, text: str) -> Path:

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from roadkit.config import load_service
 from roadkit.plugins import Plugins
-from roadkit.serving.app import create_app
+from roadkit.testing import service_client
 from tests.engine_a.native_support import Routed, write_native_service
 
 
@@ -23,8 +22,7 @@ def osrm_datasets(osrm_example: Path) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def client(osrm_example: Path) -> Iterator[TestClient]:
     """A client of the Monaco service's app, inside its lifespan (sources connected)."""
-    app = create_app(load_service(osrm_example / "service.toml", cors=osrm_example / "cors.toml"), Plugins.create())
-    with TestClient(app, base_url="http://testserver") as test_client:
+    with service_client(osrm_example / "service.toml", Plugins.create(), cors=osrm_example / "cors.toml") as test_client:
         yield test_client
 
 
@@ -52,5 +50,5 @@ def routed_mld(osrm_datasets: dict[str, Path]) -> Iterator[Routed]:
 def native(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     """A client of a service on the same datasets, with resources ``diff`` and ``diffmld`` limited like ``routed``."""
     path = write_native_service(osrm_example, tmp_path_factory.mktemp("native"))
-    with TestClient(create_app(load_service(path), Plugins.create()), base_url="http://testserver") as test_client:
+    with service_client(path, Plugins.create()) as test_client:
         yield test_client

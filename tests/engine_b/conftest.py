@@ -11,6 +11,7 @@ import json
 import shutil
 import tomllib
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from roadkit.cli import main as roadkit_main
-from roadkit.config import load_service
 from roadkit.config.loader import read_source
 from roadkit.plugins import Plugins
-from roadkit.serving.app import create_app
+from roadkit.testing import service_client
 from roadkit_valhalla import ValhallaSource
 from roadkit_valhalla.prepare import builder_version
 from tests.conftest import EXAMPLE, MONACO_PBF, cache_root, content_key, copy_example
@@ -104,10 +104,9 @@ def variant(tmp_path: Path, valhalla_example: Path) -> Path:
     return target
 
 
-def client_of(example: Path) -> TestClient:
-    """A TestClient of the example service's app (use it in ``with``: the lifespan connects)."""
-    app = create_app(load_service(example / "service.toml", cors=example / "cors.toml"), Plugins.create())
-    return TestClient(app, base_url="http://testserver")
+def client_of(example: Path) -> AbstractContextManager[TestClient]:
+    """A TestClient of the example service's app, in ``with``: inside, the lifespan has connected the sources."""
+    return service_client(example / "service.toml", Plugins.create(), cors=example / "cors.toml")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Helpers for plugin authors' tests: a plugin manager, an app client, and the source contract.
+"""The source contract: the behaviour every source kind owes the core.
 
 An engine plugin's test suite subclasses :class:`SourceContract` and provides two fixtures,
 ``contract_source`` (a connected source) and ``contract_points`` (two routable points in the
@@ -7,34 +7,14 @@ source's projection); pytest then runs every contract test against the plugin's 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import ClassVar
 
 import pytest
 
-from roadkit.config import load_service
 from roadkit.errors import UnsupportedOperation
-from roadkit.plugins import Plugins
 from roadkit.routing.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.routing.source import Source, SourceState
-from roadkit.serving.app import create_app
-
-
-def plugins_for_tests(*extra: object, entry_points: bool = True) -> Plugins:
-    """Plugins with the installed entry points (or none) and ``extra`` plugin objects."""
-    return Plugins.create(load_entry_points=entry_points, extra_plugins=extra)
-
-
-@contextmanager
-def service_client(service_file: Path, plugins: Plugins | None = None, cors: Path | None = None) -> Iterator[Any]:
-    """A Starlette TestClient of a service file's app, inside its lifespan (sources connected)."""
-    from starlette.testclient import TestClient
-
-    app = create_app(load_service(service_file, cors=cors), plugins or Plugins.create())
-    with TestClient(app) as client:
-        yield client
 
 
 def _route_cost(source: Source) -> Cost:
