@@ -18,7 +18,7 @@ import re
 import shutil
 from pathlib import Path
 
-from bench.common import ROOT, Ratio
+from bench.common import Ratio
 
 #: scenario -> the target ratio roadkit / engine (issue 11)
 TARGETS = {

@@ -255,16 +255,27 @@ def test_a_sources_own_limits_narrow_the_resources() -> None:
 
 def test_the_document_describes_the_area_every_source_of_a_path_takes() -> None:
     import re
-    from types import SimpleNamespace
+    from typing import Any
 
-    from roadkit.contract.native_osrm import NativeLimits
+    from roadkit.contract.native_osrm import NativeAnswer, NativeLimits, NativeSource
     from roadkit_osrm.native.openapi import WORLD, area, coordinates_schema
 
-    osrm, monaco, east = (
-        SimpleNamespace(),
-        SimpleNamespace(native_bbox=(7.349, 43.71, 7.491, 43.77)),
-        SimpleNamespace(native_bbox=(7.4, 43.0, 8.0, 44.0)),
-    )
+    class Boxed(NativeSource):
+        """A source of the native protocol that refuses coordinates outside its box (None: anywhere)."""
+
+        native_services = ("route",)
+
+        def __init__(self, box: tuple[float, float, float, float] | None = None) -> None:
+            self.box = box
+
+        @property
+        def native_bbox(self) -> tuple[float, float, float, float] | None:
+            return self.box
+
+        async def native(self, request: Any) -> NativeAnswer:
+            raise NotImplementedError
+
+    osrm, monaco, east = Boxed(), Boxed((7.349, 43.71, 7.491, 43.77)), Boxed((7.4, 43.0, 8.0, 44.0))
     assert area([osrm]) == WORLD, "osrm-routed snaps anywhere"
     assert area([osrm, monaco, east]) == (7.4, 43.71, 7.491, 43.77), "the narrowest: their intersection"
     pattern = re.compile(coordinates_schema("route", NativeLimits(max_viaroute_size=3), area([monaco]))["schema"]["pattern"])

@@ -193,7 +193,7 @@ class Limits:
 class Http:
     """The HTTP server of a service's listeners (``[http]`` of a service file).
 
-    ``server``: ``uvicorn`` (the default: measured faster, see bench/README.md) or ``hypercorn``
+    ``server``: ``uvicorn`` (the default: less CPU per request) or ``hypercorn``
     (the design's server); both serve every listener, certificate, shared socket and graceful stop.
     """
 

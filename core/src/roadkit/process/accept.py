@@ -4,7 +4,7 @@ Every worker of a service accepts on the same kernel socket (one accept queue, :
 asyncio's server accepts up to ``backlog`` connections each time the socket is readable, and uvloop's
 (libuv) until the queue is empty: when a client opens its keep-alive connections in a burst, the
 first worker to wake up takes most of them, and a kept-alive connection stays with the worker that
-accepted it, so the other workers idle (bench/README.md has the measured spread).
+accepted it, so the other workers idle.
 
 An :class:`Acceptor` takes at most ONE connection each time its loop finds the socket readable.
 That alone is not enough on a busy machine: the other workers are woken too, but may not get a

@@ -582,7 +582,7 @@ class ChildProcessService:
         return {"id": str(answer["id"]), "parameters": str(answer["parameters"])}
 
     async def forward(self, op: str, item: str) -> None:
-        """A publication call (issue 9b) made in every worker; the first error is raised."""
+        """A publication call made in every worker; the first error is raised."""
         async with self._runs.lock:  # after a start or restart in progress: its workers read the files as they are now
             workers = [w for w in self.workers if w.alive]
             if not workers:

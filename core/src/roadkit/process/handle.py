@@ -13,7 +13,7 @@ class ServiceHandle(Protocol):
 
     ``restart`` and ``reload`` re-read the service file and replace the running service without
     refusing a request; calls made while a start or restart runs are merged into one next run.
-    The publication calls (issue 9b) load one source or resource from its file on disk (or drop it).
+    The publication calls load one source or resource from its file on disk (or drop it).
     """
 
     id: str

@@ -8,7 +8,7 @@ Each worker takes one connection at a time from the queue (:mod:`roadkit.process
 connections of a client that opens many at once spread over the workers.
 
 :class:`SocketServer` serves an ASGI app on such sockets with hypercorn's HTTP machinery, or with
-uvicorn's (httptools) protocol, the service file's ``[http] server`` (bench/README.md: uvicorn is
+uvicorn's (httptools) protocol, the service file's ``[http] server`` (uvicorn is
 measurably faster, so it is the default). Its stop
 is a drain: stop accepting, answer for a moment with ``Connection: close`` (connections accepted
 just before send their request, keep-alive clients move to the new workers), then close idle

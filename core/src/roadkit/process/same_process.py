@@ -139,7 +139,7 @@ class InProcessService:
             raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
         return self.service.projection(pid)
 
-    # Publication (issue 9b) waits for a start or restart in progress: a file published meanwhile is
+    # Publication waits for a start or restart in progress: a file published meanwhile is
     # applied once the folders were read, never lost between the two. A stopped service reads it when it starts.
     async def publish_source(self, sid: str) -> None:
         """Apply the (new or changed) file of source ``sid``."""

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop for a worker when installed (a dependency on Linux): less CPU per request
-    in the HTTP server and the loop itself (bench/README.md); asyncio's own otherwise."""
+    in the HTTP server and the loop itself; asyncio's own otherwise."""
     try:
         import uvloop
     except ImportError:
@@ -72,7 +72,7 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 log = logging.getLogger("roadkit.process.worker")
 
-#: Requests the administrator forwards to the worker's Service (publication agents, issue 9b).
+#: Requests the administrator forwards to the worker's Service (publication).
 SERVICE_CALLS = ("publish_source", "remove_source", "publish_resource", "remove_resource")
 
 

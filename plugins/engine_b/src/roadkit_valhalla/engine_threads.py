@@ -3,14 +3,14 @@
 A request's engine call goes to whichever thread is free, and its answer comes back to the event
 loop with one wake-up (``call_soon_threadsafe``). A thread pool borrowing Actors from a pool did
 the same with two pools, a concurrent future chained to the asyncio one and their locks: measured
-with the engine replaced by recorded answers (bench/README.md), 0.03 to 0.04 ms of CPU more per
+with the engine replaced by recorded answers, 0.03 to 0.04 ms of CPU more per
 request, an eighth of what roadkit itself spends on an isochrone.
 
 **Batches.** Under load, calls wait for the engine. Then an engine runs the waiting calls back to
 back (at most ``batch`` of them) and hands their answers back together: the loop wakes once for
 all of them, and the requests' Python (their answers' reading, their responses) runs one after
 the other while the interpreter's and the libraries' code is still in the caches. The engine's
-work evicts those caches at every call: measured in one process (bench/README.md), roadkit's CPU
+work evicts those caches at every call: measured in one process, roadkit's CPU
 around an isochrone drops from 0.9 ms a request alone to 0.65 ms in twos and 0.4 ms in eights. An
 answer waits for the rest of its batch at most about ``delay`` seconds (the next call is not
 started when its expected length, the last call's, would take the oldest answer past it), and
@@ -183,7 +183,7 @@ class InlineEngine:
     (:class:`Batching`) per turn of the loop, which reads and writes its sockets between two batches.
 
     No thread hand-off: no queue, no thread wake-up, no ``call_soon_threadsafe``, no GIL passing
-    between threads; measured (bench/README.md), 0-4 % less CPU an isochrone than
+    between threads; measured, 0-4 % less CPU an isochrone than
     :class:`EngineThreads` with one thread. A connection waiting to be accepted is accepted before
     the next call (the source context's ``connection_waiting``): it ends a batch. Its cost: the loop
     does nothing else during a call, so a time-out cannot cut a call under way (its 504 comes once the call
