@@ -156,7 +156,7 @@ class ServiceApp(Starlette):
                         return
         if scope.get("root_path") and "roadkit.root_path" not in scope:
             # Mounted in a host app: the APIs' own links start with the host's prefix (web.api.base_url).
-            scope = {**scope, "roadkit.root_path": scope["root_path"]}
+            scope["roadkit.root_path"] = scope["root_path"]
         await super().__call__(scope, receive, send)
 
     def _scope_route(self, path: str) -> ScopeRoute | None:
