@@ -320,7 +320,7 @@ async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_t
     import time
 
     from roadkit.config.models import Listener
-    from roadkit.process.accept import Acceptor
+    from roadkit.process.accept import Acceptor, connection_waiting
     from roadkit.process.listen import bind_listener
     from roadkit_valhalla.engine_threads import Batching, InlineEngine
 
@@ -343,7 +343,8 @@ async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_t
         time.sleep(0.01)
         return i
 
-    engine = InlineEngine(object(), Batching(batch, 10.0))
+    # A worker gives its sources the process's connection_waiting in their SourceContext.
+    engine = InlineEngine(object(), Batching(batch, 10.0), connection_waiting)
     try:
         assert await asyncio.gather(*(engine.run(call, i) for i in range(4))) == [0, 1, 2, 3]
         assert seen[0] == 0 and seen[1] == 1  # accepted (and its transport made) before the second call
