@@ -43,7 +43,9 @@ def test_full_flows_leave_no_secret_in_logs(stack: Stack, http: httpx.Client, ca
         stack.advance(400)
         assert browser.get(f"{stack.backend_url}/me").status_code == 200
         browser.get(f"{stack.backend_url}/login/callback", params={"code": "c0de-leak-check", "state": "s"})
-        browser.get(f"{stack.backend_url}/logout", params={"app": "roadkit"})
+        csrf = browser.get(f"{stack.backend_url}/csrf-token").json()["csrfToken"]
+        assert browser.post(f"{stack.backend_url}/logout", params={"app": "roadkit"}, headers={"X-CSRF-Token": csrf}).status_code == 200
+        secrets.append(csrf)
     secrets.append("c0de-leak-check")
     # The test's own HTTP client (httpx/httpcore) logs the URLs it requests; only the servers count.
     server_records = [r for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]

@@ -79,16 +79,63 @@ def test_portal_unknown_app_is_400(stack: Stack, http: httpx.Client) -> None:
     assert http.get(f"{stack.backend_url}/login").status_code == 400
 
 
-def test_portal_logout_ends_both_sessions(stack: Stack, http: httpx.Client) -> None:
+def iam_sessions(stack: Stack) -> list[object]:
+    return list(httpx.get(f"{stack.iam.url}/_testing/state").json()["sessions"])
+
+
+def test_portal_logout_with_its_csrf_token_ends_both_sessions(stack: Stack, http: httpx.Client) -> None:
     portal_login(stack, http)
     old_cookie = http.cookies.get("roadkit_session")
-    assert httpx.get(f"{stack.iam.url}/_testing/state").json()["sessions"]
-    out = http.get(f"{stack.backend_url}/logout", params={"app": "roadkit"})
-    assert out.status_code == 302 and out.headers["location"] == f"{stack.app_url}/?success=1"
+    assert iam_sessions(stack)
+    token = http.get(f"{stack.backend_url}/csrf-token", headers={"Origin": stack.app_url})
+    assert token.status_code == 200 and token.headers["access-control-allow-origin"] == stack.app_url
+    out = http.post(
+        f"{stack.backend_url}/logout",
+        params={"app": "roadkit"},
+        headers={"X-CSRF-Token": token.json()["csrfToken"], "Origin": stack.app_url},
+    )
+    assert out.status_code == 200 and out.json() == {"redirect": f"{stack.app_url}/?success=1"}
     assert "roadkit_session" not in http.cookies
-    assert httpx.get(f"{stack.iam.url}/_testing/state").json()["sessions"] == []
+    assert iam_sessions(stack) == []
     replay = httpx.get(f"{stack.backend_url}/me", cookies={"roadkit_session": old_cookie})
     assert replay.status_code == 401
+    assert http.get(f"{stack.backend_url}/csrf-token").status_code == 401
+
+
+def test_portal_logout_is_refused_without_post_token_or_origin(stack: Stack, http: httpx.Client) -> None:
+    portal_login(stack, http)
+    url = f"{stack.backend_url}/logout"
+    token = http.get(f"{stack.backend_url}/csrf-token").json()["csrfToken"]
+    # A cross-site <img> or link: GET is no logout.
+    got = http.get(url, params={"app": "roadkit"})
+    assert got.status_code == 405 and got.json()["error"]["errorType"] == "method_not_allowed"
+    # A cross-site form post: no token (and a form cannot set the header).
+    for headers in (
+        {},
+        {"X-CSRF-Token": ""},
+        {"X-CSRF-Token": token[:-1] + ("A" if token[-1] != "A" else "B")},
+        {"X-CSRF-Token": b"\xe9\xff"},
+    ):
+        refused = http.post(url, params={"app": "roadkit"}, headers=headers, data={"csrf_token": token})
+        assert refused.status_code == 403, refused.text
+        error = refused.json()["error"]
+        assert error["errorType"] == "csrf_token_invalid" and error["message"].startswith("X-CSRF-Token:")
+    # The right token from a page of another origin.
+    foreign = http.post(url, params={"app": "roadkit"}, headers={"X-CSRF-Token": token, "Origin": "http://evil.test"})
+    assert foreign.status_code == 403 and foreign.json()["error"]["errorType"] == "forbidden_origin"
+    # Another session's token is not this one's.
+    with httpx.Client(follow_redirects=False) as other:
+        portal_login(stack, other, "alice")
+        alices = other.get(f"{stack.backend_url}/csrf-token").json()["csrfToken"]
+    assert alices != token
+    assert http.post(url, params={"app": "roadkit"}, headers={"X-CSRF-Token": alices}).status_code == 403
+    # Nothing was ended.
+    assert http.get(f"{stack.backend_url}/me").status_code == 200
+    assert len(iam_sessions(stack)) == 2
+    # The browser's preflight for the real call is allowed from the app's origin only.
+    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-csrf-token"}
+    assert httpx.options(url, headers={**preflight, "Origin": stack.app_url}).status_code == 200
+    assert httpx.options(url, headers={**preflight, "Origin": "http://evil.test"}).status_code == 400
 
 
 def test_portal_refreshes_access_token_server_side(stack: Stack, http: httpx.Client) -> None:

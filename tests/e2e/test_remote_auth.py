@@ -70,8 +70,13 @@ def test_remote_logout_ends_the_portal_session_and_reaches_other_tabs(context: A
     second.goto(f"{stack.app_url}/?mode=remote")
     wait_ready(second)
     assert is_authenticated(second)
+    requests = record_requests(first)
     first.click("#logout")
     wait_signed_out(first)
+    # The portal's logout is a POST carrying the session's CSRF token, never a GET.
+    logouts = [r for r in requests if r.url.startswith(f"{stack.backend_url}/logout")]
+    assert [r.method for r in logouts if r.method != "OPTIONS"] == ["POST"]
+    assert logouts[-1].headers.get("x-csrf-token")
     first.wait_for_url(f"{stack.app_url}/")
     assert not is_authenticated(first)
     second.wait_for_function("() => window.__roadkit.auth.isAuthenticated === false")

@@ -339,8 +339,14 @@ export function backendRoutes({ validToken = () => true, base = API, cookieAuth 
   return {
     [`GET ${base}/me`]: (call) => (authed(call) ? json(USER) : json({ error: 'unauthorized' }, 401)),
     [`GET ${base}/documents`]: (call) => (authed(call) ? json(DOCS) : json({ error: 'unauthorized' }, 401)),
+    [`GET ${base}/csrf-token`]: (call) => (authed(call) ? json({ csrfToken: CSRF_TOKEN }) : json({ error: 'unauthorized' }, 401)),
+    [`POST ${base}/logout`]: (call) =>
+      call.headers['X-CSRF-Token'] === CSRF_TOKEN ? json({ redirect: `${APP}/?success=1` }) : json({ error: 'csrf_token_invalid' }, 403),
   };
 }
+
+/** The portal session's CSRF token in the fake backend. */
+export const CSRF_TOKEN = 'csrf-token-1';
 
 /**
  * A complete local-mode environment: fake IAM + backend + browser facilities.

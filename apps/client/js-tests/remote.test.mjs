@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { getService } from '../src/roadkit_client/static/modules/service.js';
 import { MemoryStorage } from '../src/roadkit_client/static/modules/storage.js';
 import { useAuth } from '../src/roadkit_client/static/modules/useAuth.js';
-import { APP, API, DOCS, SETTINGS, USER, FakeWindow, backendRoutes, json, makeFetch, makeLocation } from './fakes.mjs';
+import { APP, API, CSRF_TOKEN, DOCS, SETTINGS, USER, FakeWindow, backendRoutes, json, makeFetch, makeLocation } from './fakes.mjs';
 
 const PORTAL = `${API}/portal`;
 
@@ -123,7 +123,7 @@ test('on another page the portal session is checked with GET /me', async () => {
   assert.equal(w.auth.isAuthenticated, true);
 });
 
-test('logout forgets the user, tells other tabs and goes to the portal logout', async () => {
+test('logout forgets the user, tells other tabs and POSTs the portal logout with its CSRF token', async () => {
   const w = world(`${APP}/login?success=1`);
   await w.auth.checkAuthentication();
   const posted = [];
@@ -132,6 +132,40 @@ test('logout forgets the user, tells other tabs and goes to the portal logout', 
   assert.equal(w.auth.isAuthenticated, false);
   assert.equal(w.auth.user, null);
   assert.deepEqual(posted, [{ type: 'logout' }]);
-  assert.deepEqual(w.navigations, [`${PORTAL}/logout?app=roadkit`]);
+  const out = w.fetch.calls.filter((c) => c.key === `POST ${PORTAL}/logout`);
+  assert.equal(out.length, 1);
+  assert.equal(out[0].url, `${PORTAL}/logout?app=roadkit`);
+  assert.equal(out[0].headers['X-CSRF-Token'], CSRF_TOKEN);
+  assert.equal(out[0].init.credentials, 'include');
+  assert.deepEqual(w.navigations, [`${APP}/?success=1`], 'the app goes where the portal said');
   assert.equal(w.log.filter((e) => e.name === 'onLogout').length, 1);
+});
+
+test('a logout the portal refuses still signs out here and returns to the app', async () => {
+  const routes = backendRoutes({ base: PORTAL, cookieAuth: true });
+  routes[`GET ${PORTAL}/csrf-token`] = () => json({ error: 'unauthorized' }, 401);
+  const w = world(`${APP}/login?success=1`, routes);
+  await w.auth.checkAuthentication();
+  assert.equal(await w.auth.logout(), 'redirect');
+  assert.equal(w.auth.isAuthenticated, false);
+  assert.equal(w.fetch.count(`POST ${PORTAL}/logout`), 0);
+  assert.deepEqual(w.navigations, [`${APP}/?success=1`]);
+});
+
+test('the document list follows the Link rel="next" pages, each document once', async () => {
+  const all = Array.from({ length: 5 }, (_, i) => ({ ...DOCS[0], id: `d${5 - i}`, title: `doc ${5 - i}` }));
+  const routes = backendRoutes({ base: PORTAL, cookieAuth: true });
+  routes[`GET ${PORTAL}/documents`] = (call, url) => {
+    const start = Number(url.searchParams.get('cursor') ?? 0);
+    const next = start + 2 < all.length ? { Link: `<http://elsewhere.test/documents?limit=2&cursor=${start + 2}>; rel="next"` } : {};
+    return json(all.slice(start, start + 2), 200, next);
+  };
+  const w = world(`${APP}/`, routes);
+  assert.equal(await w.auth.checkAuthentication(), 'restored');
+  assert.deepEqual(
+    w.service.documents.map((d) => d.id),
+    ['d5', 'd4', 'd3', 'd2', 'd1'],
+  );
+  const urls = w.fetch.calls.filter((c) => c.key === `GET ${PORTAL}/documents`).map((c) => c.url);
+  assert.deepEqual(urls, [`${PORTAL}/documents`, `${PORTAL}/documents?limit=2&cursor=2`, `${PORTAL}/documents?limit=2&cursor=4`]);
 });

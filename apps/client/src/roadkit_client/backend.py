@@ -72,7 +72,8 @@ def create_backend_app(
         routes += [
             Route("/login", portal.login),
             Route("/login/callback", portal.login_callback),
-            Route("/logout", portal.logout),
+            Route("/csrf-token", portal.csrf),
+            Route("/logout", portal.logout, methods=["POST"]),
         ]
     middleware = [
         Middleware(
@@ -80,8 +81,8 @@ def create_backend_app(
             allow_origins=list(config.backend.cors_origins),
             allow_credentials=True,
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Requested-With", "Accept"],
-            expose_headers=["Content-Range", "WWW-Authenticate"],
+            allow_headers=["Authorization", "Content-Type", "X-Requested-With", "Accept", portal.CSRF_HEADER],
+            expose_headers=["Content-Range", "WWW-Authenticate", "Link"],
             max_age=600,
         ),
         Middleware(SecurityHeaders, headers=API_SECURITY_HEADERS, hsts=config.backend.public_url.startswith("https://")),

@@ -92,6 +92,14 @@ class BackendSection:
     remote_mode: bool = True
     cors_origins: tuple[str, ...] = ("http://127.0.0.1:8182",)
     max_body_bytes: int = 2 * 1024 * 1024
+    #: Documents one user may keep (a save past it is a 409 ``document_quota_exceeded``).
+    max_documents_per_user: int = 1000
+    #: Bytes one user's documents may take, titles and GeoJSON text (past it: 409 ``storage_quota_exceeded``).
+    max_stored_bytes_per_user: int = 50 * 1024 * 1024
+    #: Documents in one ``GET /documents`` page without ``limit`` ...
+    documents_page_size: int = 100
+    #: ... and the largest ``limit`` accepted.
+    documents_max_page_size: int = 500
     #: SQLite file (relative to the configuration file) used when no PostgreSQL DSN is given.
     database: str = "roadkit-client.sqlite3"
     postgres_dsn: str = attrs.field(default="", repr=False)
@@ -148,6 +156,11 @@ def _check(config: ClientConfig) -> None:
             raise ConfigError(f"{key}: expected an http(s) URL, got {url!r}")
     if config.backend.max_body_bytes <= 0:
         raise ConfigError("backend.max_body_bytes: expected a positive number of bytes")
+    for key in ("max_documents_per_user", "max_stored_bytes_per_user", "documents_page_size", "documents_max_page_size"):
+        if getattr(config.backend, key) <= 0:
+            raise ConfigError(f"backend.{key}: expected a positive number")
+    if config.backend.documents_page_size > config.backend.documents_max_page_size:
+        raise ConfigError("backend.documents_page_size: expected at most backend.documents_max_page_size")
     if config.portal.max_pending_logins <= 0:
         raise ConfigError("portal.max_pending_logins: expected a positive number")
     if config.backend.remote_mode and config.portal.enabled:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import math
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .config import BackendSection
 from .errors import ApiError, BadRequest, NotFound
-from .storage.base import renderable
+from .storage.base import Quota, QuotaExceeded, renderable
 
 log = logging.getLogger("roadkit_client")
 
@@ -172,10 +176,69 @@ async def me(request: Request) -> Response:
     return JSONResponse(principal.profile(), headers=NO_STORE)
 
 
+def encode_cursor(seq: int) -> str:
+    """The opaque ``cursor`` of the page after the document numbered ``seq``."""
+    return base64.urlsafe_b64encode(f"v1:{seq}".encode()).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> int:
+    """The ``seq`` a :func:`encode_cursor` value names; :class:`BadRequest` for anything else."""
+    problem = 'cursor: expected the cursor of a previous page (the Link header\'s rel="next")'
+    if len(cursor) > 64:
+        raise BadRequest(problem)
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        raise BadRequest(problem) from None
+    version, _, number = text.partition(":")
+    if version != "v1" or not number.isdigit() or len(number) > 19:
+        raise BadRequest(problem)
+    return int(number)
+
+
+def page_limit(value: str | None, backend: BackendSection) -> int:
+    """The ``limit`` query parameter: 1 to ``documents_max_page_size``, ``documents_page_size`` when absent."""
+    if value is None:
+        return backend.documents_page_size
+    maximum = backend.documents_max_page_size
+    if not (value.isascii() and value.isdigit() and len(value) <= 8 and 1 <= int(value) <= maximum):
+        raise BadRequest(f"limit: expected an integer from 1 to {maximum}, got {value[:40]!r}")
+    return int(value)
+
+
+def _quota_error(exc: QuotaExceeded) -> ApiError:
+    if exc.kind == "documents":
+        return ApiError(
+            409,
+            "document_quota_exceeded",
+            f"documents: you already have {exc.used} documents, the most allowed per user "
+            f"(backend.max_documents_per_user = {exc.limit}); delete some to save new ones",
+        )
+    return ApiError(
+        409,
+        "storage_quota_exceeded",
+        f"documents: this document ({exc.size} bytes) would bring yours to {exc.used + exc.size} bytes, past the "
+        f"{exc.limit} bytes allowed per user (backend.max_stored_bytes_per_user); delete some to save new ones",
+    )
+
+
 async def list_documents(request: Request) -> Response:
-    """``GET /documents``: the caller's documents, newest first."""
+    """``GET /documents?limit=&cursor=``: one page of the caller's documents, newest first.
+
+    When more follow, a ``Link: <...>; rel="next"`` header gives the next page's URL.
+    """
     principal = await request.app.state.auth.principal(request)
-    documents = await request.app.state.storage.list_documents(principal.subject)
+    backend: BackendSection = request.app.state.config.backend
+    limit = page_limit(request.query_params.get("limit"), backend)
+    cursor = request.query_params.get("cursor")
+    before = decode_cursor(cursor) if cursor is not None else None
+    # One more than the page tells whether a next page exists.
+    documents = await request.app.state.storage.list_documents(principal.subject, limit=limit + 1, before=before)
+    headers = dict(NO_STORE)
+    if len(documents) > limit:
+        documents = documents[:limit]
+        query = urlencode({"limit": limit, "cursor": encode_cursor(documents[-1].seq)})
+        headers["Link"] = f'<{backend.public_url.rstrip("/")}/documents?{query}>; rel="next"'
     items = []
     for document in documents:
         item = document.as_json()
@@ -186,14 +249,19 @@ async def list_documents(request: Request) -> Response:
         elif item["geojson"] is None:
             log.warning("document %s has unreadable stored geojson; listed without it", document.id)
         items.append(item)
-    return JSONResponse(items, headers=NO_STORE)
+    return JSONResponse(items, headers=headers)
 
 
 async def create_document(request: Request) -> Response:
     """``POST /documents``: save a route or isochrone; 201 with the stored document."""
     principal = await request.app.state.auth.principal(request)
     title, kind, geojson = validate_document(await read_json_body(request, request.app.state.max_body_bytes))
-    document = await request.app.state.storage.add_document(principal.subject, title, kind, geojson)
+    backend: BackendSection = request.app.state.config.backend
+    quota = Quota(documents=backend.max_documents_per_user, bytes=backend.max_stored_bytes_per_user)
+    try:
+        document = await request.app.state.storage.add_document(principal.subject, title, kind, geojson, quota=quota)
+    except QuotaExceeded as exc:
+        raise _quota_error(exc) from None
     return JSONResponse(document.as_json(), status_code=201, headers=NO_STORE)
 
 

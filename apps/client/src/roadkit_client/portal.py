@@ -4,7 +4,8 @@
 kept server-side and bound to a short-lived ``roadkit_login`` cookie; ``GET /login/callback``
 checks them, exchanges the code, validates the tokens, opens a session behind the HttpOnly
 ``roadkit_session`` cookie and sends the browser to ``{app login URL}?success=1``
-(``success=0`` on any failure). ``GET /logout?app=NAME`` ends both sessions.
+(``success=0`` on any failure). ``POST /logout?app=NAME`` ends both sessions; it needs the
+session's CSRF token (``GET /csrf-token``) in ``X-CSRF-Token``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import secrets
 from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from .auth import SESSION_COOKIE
 from .config import ClientConfig, PortalApp
-from .errors import BadRequest
+from .errors import ApiError, BadRequest
+from .middleware import origin_of
 from .oidc import IamUnavailable, InvalidToken
 from .sessions import TokenRequestFailed, hash_cookie
 from .storage import LoginRequest
@@ -29,6 +31,7 @@ from .storage import LoginRequest
 log = logging.getLogger("roadkit_client.portal")
 
 LOGIN_COOKIE = "roadkit_login"
+CSRF_HEADER = "X-CSRF-Token"
 
 
 def _with_query(url: str, **params: str) -> str:
@@ -160,14 +163,48 @@ async def login_callback(request: Request) -> Response:
     return response
 
 
+def csrf_token(cookie: str) -> str:
+    """The CSRF token of the session behind ``cookie``.
+
+    Derived from the HttpOnly cookie, so a page gets it only from ``GET /csrf-token``, whose
+    answer only the application's origins may read (CORS).
+    """
+    digest = hmac.new(cookie.encode("latin-1"), b"roadkit-portal-csrf", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _check_origin(request: Request, config: ClientConfig) -> None:
+    origin = request.headers.get("origin")
+    allowed = {*config.backend.cors_origins, origin_of(config.backend.public_url)}
+    if origin is not None and origin not in allowed:
+        raise ApiError(403, "forbidden_origin", f"Origin: {origin[:100]!r} is not an origin of the application (backend.cors_origins)")
+
+
+async def csrf(request: Request) -> Response:
+    """``GET /csrf-token``: ``{"csrfToken"}`` of the caller's portal session (401 without one)."""
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie or await request.app.state.storage.get_session(hash_cookie(cookie)) is None:
+        raise ApiError(401, "unauthorized", "no portal session: sign in first")
+    return JSONResponse({"csrfToken": csrf_token(cookie)}, headers={"Cache-Control": "no-store"})
+
+
 async def logout(request: Request) -> Response:
-    """``GET /logout?app=NAME``: end the IAM and portal sessions, clear the cookie, return to the app."""
+    """``POST /logout?app=NAME``: end the IAM and portal sessions, clear the cookie.
+
+    Answers ``{"redirect": "{app logout URL}?success=1"}``, where the app then goes. A request
+    from another origin (403 ``forbidden_origin``) or with a session but without its token in
+    ``X-CSRF-Token`` (403 ``csrf_token_invalid``) changes nothing.
+    """
     config: ClientConfig = request.app.state.config
     _, app = _app(config, request.query_params.get("app"))
+    _check_origin(request, config)
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode("latin-1"), csrf_token(cookie).encode("ascii")):
+            raise ApiError(403, "csrf_token_invalid", f"{CSRF_HEADER}: missing or wrong; expected the csrfToken of GET /csrf-token")
         await request.app.state.sessions.end(cookie)
     target = app.logout or f"{config.app.public_url.rstrip('/')}/"
-    response = _redirect(_with_query(target, success="1"))
+    response = JSONResponse({"redirect": _with_query(target, success="1")}, headers={"Cache-Control": "no-store"})
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=_secure(config))
     return response

@@ -58,7 +58,10 @@ def client_test_config(
     import tomllib
     from importlib import resources
 
-    data = tomllib.loads(resources.files("roadkit_client").joinpath("example.toml").read_text(encoding="utf-8"))
+    packaged = resources.files("roadkit_client").joinpath("example.toml")
+    # An editable install has no packaged copy: the file is then the checkout's, beside pyproject.toml.
+    source = packaged if packaged.is_file() else Path(__file__).resolve().parents[2] / "example.toml"
+    data = tomllib.loads(source.read_text(encoding="utf-8"))
     host_b, port_b = backend_url.split("://", 1)[1].rsplit(":", 1)
     host_a, port_a = app_url.split("://", 1)[1].rsplit(":", 1)
     data = deep_merge(

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from roadkit_support.security import SecurityHeaders
+
 from .authorize import authorization_endpoint, login_action
 from .config import IamConfig
 from .context import Iam
-from .http import add_cors, page, preflight
+from .http import SECURITY_HEADERS, add_cors, content_security_policy, page, preflight
 from .session_endpoints import introspection_endpoint, logout_confirm, logout_endpoint, userinfo_endpoint
 from .token_endpoint import revocation_endpoint, token_endpoint
 
@@ -97,25 +101,30 @@ async def realm_info(request: Request) -> Response:
     )
 
 
-_STEP1 = """<!doctype html><html><body><script>
+_STEP_SCRIPTS = {
+    "step1": """
 document.cookie = "KEYCLOAK_3P_COOKIE_SAMESITE=supported; max-age=60; samesite=none; secure";
 document.cookie = "KEYCLOAK_3P_COOKIE=supported; max-age=60";
 window.location = "step2.html";
-</script></body></html>"""
-_STEP2 = """<!doctype html><html><body><script>
+""",
+    "step2": """
 var ok = document.cookie.indexOf("KEYCLOAK_3P_COOKIE") !== -1;
 document.cookie = "KEYCLOAK_3P_COOKIE_SAMESITE=; max-age=0; samesite=none; secure";
 document.cookie = "KEYCLOAK_3P_COOKIE=; max-age=0";
 window.parent.postMessage(ok ? "supported" : "unsupported", "*");
-</script></body></html>"""
+""",
+}
 
 
 async def third_party_cookies(request: Request) -> Response:
     """keycloak-js's third-party cookie check pages (``3p-cookies/step1.html``, ``step2.html``)."""
     step = request.path_params["step"]
-    if step not in ("step1", "step2"):
+    script = _STEP_SCRIPTS.get(step)
+    if script is None:
         return Response(status_code=404)
-    return HTMLResponse(_STEP1 if step == "step1" else _STEP2)
+    # keycloak-js loads these in a hidden iframe of the application, whatever its origin.
+    csp = content_security_policy(script=script, frame_ancestors="*")
+    return HTMLResponse(f"<!doctype html><html><body><script>{script}</script></body></html>", headers={"Content-Security-Policy": csp})
 
 
 async def account(request: Request) -> Response:
@@ -126,7 +135,7 @@ async def account(request: Request) -> Response:
     session = current_session(iam, request)
     user = iam.config.user_by_id(session.user_id) if session else None
     text = f"Signed in as {user.username} ({user.email})" if user else "Not signed in."
-    return page("Account", f'<p id="account-info">{text}</p>')
+    return page("Account", f'<p id="account-info">{html.escape(text)}</p>')
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -215,6 +224,7 @@ def create_app(config: IamConfig) -> Starlette:
             Route("/_testing/keys/rotate", testing_rotate_keys, methods=["POST"]),
             Route("/_testing/state", testing_state),
         ]
-    app = Starlette(routes=routes)
+    hsts = config.public_url.startswith("https://")
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, headers=SECURITY_HEADERS, hsts=hsts)])
     app.state.iam = iam
     return app

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from .config import Client
 from .context import AUTH_SESSION_COOKIE, IDENTITY_COOKIE, SESSION_COOKIE, Iam
-from .http import NO_STORE, error_page, page
+from .http import NO_STORE, content_security_policy, error_page, page
 from .pkce import check_authorization_params
 from .state import UserSession
 from .tokens import unknown_scopes
@@ -36,6 +36,8 @@ _KEPT_PARAMS = (
     "login_hint",
 )
 _RESPONSE_MODES = ("query", "fragment", "form_post")
+#: The form_post page's only script, allowed by its hash.
+_AUTO_SUBMIT = "document.forms[0].submit()"
 
 
 def redirect_uri_allowed(client: Client, redirect_uri: str) -> bool:
@@ -56,9 +58,10 @@ def _respond(redirect_uri: str, mode: str, params: dict[str, str]) -> Response:
         inputs = "".join(f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in values.items())
         body = (
             f'<form method="post" action="{html.escape(redirect_uri)}">{inputs}<noscript><button>Continue</button></noscript>'
-            "</form><script>document.forms[0].submit()</script>"
+            f"</form><script>{_AUTO_SUBMIT}</script>"
         )
-        return HTMLResponse(f"<!doctype html><html><body>{body}</body></html>", headers=NO_STORE)
+        headers = {**NO_STORE, "Content-Security-Policy": content_security_policy(script=_AUTO_SUBMIT)}
+        return HTMLResponse(f"<!doctype html><html><body>{body}</body></html>", headers=headers)
     if mode == "fragment":
         location = f"{redirect_uri}#{urlencode(values)}"
     else:

@@ -167,8 +167,10 @@ def config_from_mapping(data: Mapping[str, Any], *, source: str = "<mapping>", b
 
 def example_mapping() -> dict[str, Any]:
     """The packaged example configuration (``example.toml``) as a fresh mapping."""
-    text = resources.files("roadkit_deviam").joinpath("example.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    packaged = resources.files("roadkit_deviam").joinpath("example.toml")
+    # An editable install has no packaged copy: the file is then the checkout's, beside pyproject.toml.
+    source = packaged if packaged.is_file() else Path(__file__).resolve().parents[2] / "example.toml"
+    return tomllib.loads(source.read_text(encoding="utf-8"))
 
 
 def load_config(path: str | Path, *, overrides: Mapping[str, Any] | None = None) -> IamConfig:

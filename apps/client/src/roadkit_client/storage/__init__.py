@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..config import BackendSection
-from .base import Document, LoginRequest, SessionRecord, Storage
+from .base import Document, LoginRequest, Quota, QuotaExceeded, SessionRecord, Storage
 
 
 def open_storage(backend: BackendSection) -> Storage:
@@ -18,4 +18,4 @@ def open_storage(backend: BackendSection) -> Storage:
     return SqliteStorage(backend.database)
 
 
-__all__ = ["Document", "LoginRequest", "SessionRecord", "Storage", "open_storage"]
+__all__ = ["Document", "LoginRequest", "Quota", "QuotaExceeded", "SessionRecord", "Storage", "open_storage"]

@@ -44,7 +44,10 @@ def decode_geojson(text: str) -> dict[str, Any] | None:
 
 @attrs.frozen
 class Document:
-    """A saved route or isochrone of one user; ``geojson`` is None when the stored text is unreadable."""
+    """A saved route or isochrone of one user; ``geojson`` is None when the stored text is unreadable.
+
+    ``seq`` orders the documents (newest has the highest) and anchors the pages of a list.
+    """
 
     id: str
     owner: str
@@ -52,6 +55,7 @@ class Document:
     type: str
     date: str
     geojson: dict[str, Any] | None
+    seq: int = 0
 
     def as_json(self) -> dict[str, Any]:
         """The API representation (the owner is implicit: it is the caller)."""
@@ -61,6 +65,31 @@ class Document:
     def geojson_text(geojson: dict[str, Any]) -> str:
         """Compact, strict JSON text for storage (NaN and Infinity raise ValueError)."""
         return json.dumps(geojson, separators=(",", ":"), allow_nan=False)
+
+
+def stored_size(title: str, geojson_text: str) -> int:
+    """Bytes a document counts against its owner's quota: its title and GeoJSON text in UTF-8."""
+    return len(title.encode("utf-8")) + len(geojson_text.encode("utf-8"))
+
+
+@attrs.frozen
+class Quota:
+    """What one owner may keep: a number of documents and a number of bytes (:func:`stored_size`)."""
+
+    documents: int
+    bytes: int
+
+
+class QuotaExceeded(Exception):
+    """A new document would take its owner past a :class:`Quota`; nothing was stored."""
+
+    def __init__(self, kind: str, limit: int, used: int, size: int) -> None:
+        super().__init__(f"{kind} quota exceeded")
+        #: ``"documents"`` or ``"bytes"``.
+        self.kind = kind
+        self.limit = limit
+        self.used = used
+        self.size = size
 
 
 @attrs.define
@@ -108,11 +137,14 @@ class Storage(Protocol):
     async def close(self) -> None:
         """Release connections."""
 
-    async def list_documents(self, owner: str) -> list[Document]:
-        """The owner's documents, newest first."""
+    async def list_documents(self, owner: str, *, limit: int, before: int | None = None) -> list[Document]:
+        """At most ``limit`` of the owner's documents, newest first, only those with ``seq < before`` when given."""
 
-    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
-        """Store a new document and return it."""
+    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any], *, quota: Quota) -> Document:
+        """Store a new document and return it; :class:`QuotaExceeded` (nothing stored) past ``quota``.
+
+        The check and the insert are one transaction per owner: concurrent saves cannot overshoot.
+        """
 
     async def delete_document(self, owner: str, document_id: str) -> bool:
         """Delete one of the owner's documents; False when the owner has no such document."""

@@ -6,7 +6,19 @@ from typing import Any
 
 import asyncpg
 
-from .base import SESSION_COLUMNS, Document, LoginRequest, SessionRecord, decode_geojson, new_id, session_values, utc_now_iso
+from .base import (
+    SESSION_COLUMNS,
+    Document,
+    LoginRequest,
+    Quota,
+    QuotaExceeded,
+    SessionRecord,
+    decode_geojson,
+    new_id,
+    session_values,
+    stored_size,
+    utc_now_iso,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -16,7 +28,8 @@ CREATE TABLE IF NOT EXISTS documents (
     title TEXT NOT NULL,
     type TEXT NOT NULL,
     date TEXT NOT NULL,
-    geojson JSONB NOT NULL
+    geojson JSONB NOT NULL,
+    size BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS documents_owner ON documents (owner, seq);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -57,8 +70,16 @@ class PostgresStorage:
     async def open(self) -> None:
         """Create the pool and the tables."""
         self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=5)
-        async with self.pool.acquire() as conn:
+        async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(SCHEMA)
+            # Tables created before quotas had no size column: add it and count the rows already there.
+            exists = await conn.fetchval(
+                "SELECT 1 FROM information_schema.columns WHERE table_name = 'documents' AND column_name = 'size' "
+                "AND table_schema = current_schema()"
+            )
+            if not exists:
+                await conn.execute("ALTER TABLE documents ADD COLUMN size BIGINT NOT NULL DEFAULT 0")
+                await conn.execute("UPDATE documents SET size = octet_length(title) + octet_length(geojson::text)")
 
     async def close(self) -> None:
         """Close the pool."""
@@ -66,30 +87,57 @@ class PostgresStorage:
             await self._pool.close()
             self._pool = None
 
-    async def list_documents(self, owner: str) -> list[Document]:
-        """The owner's documents, newest first."""
+    async def list_documents(self, owner: str, *, limit: int, before: int | None = None) -> list[Document]:
+        """At most ``limit`` of the owner's documents, newest first (``seq < before`` when given)."""
         rows = await self.pool.fetch(
-            "SELECT id, owner, title, type, date, geojson::text AS geojson FROM documents WHERE owner = $1 ORDER BY seq DESC",
+            "SELECT id, owner, title, type, date, geojson::text AS geojson, seq FROM documents "
+            "WHERE owner = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
             owner,
+            before if before is not None else 2**63 - 1,
+            limit,
         )
         return [
-            Document(id=r["id"], owner=r["owner"], title=r["title"], type=r["type"], date=r["date"], geojson=decode_geojson(r["geojson"]))
+            Document(
+                id=r["id"],
+                owner=r["owner"],
+                title=r["title"],
+                type=r["type"],
+                date=r["date"],
+                geojson=decode_geojson(r["geojson"]),
+                seq=r["seq"],
+            )
             for r in rows
         ]
 
-    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
-        """Insert a document."""
-        document = Document(id=new_id(), owner=owner, title=title, type=type_, date=utc_now_iso(), geojson=geojson)
-        await self.pool.execute(
-            "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
-            document.id,
-            owner,
-            title,
-            type_,
-            document.date,
-            Document.geojson_text(geojson),
-        )
-        return document
+    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any], *, quota: Quota) -> Document:
+        """Insert a document unless it takes the owner past ``quota``.
+
+        A transaction-scoped advisory lock on the owner serialises that owner's saves, so that
+        concurrent ones cannot all pass the check.
+        """
+        text = Document.geojson_text(geojson)
+        size = stored_size(title, text)
+        document_id, date = new_id(), utc_now_iso()
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('roadkit-documents:' || $1, 0))", owner)
+            row = await conn.fetchrow("SELECT count(*) AS count, coalesce(sum(size), 0) AS used FROM documents WHERE owner = $1", owner)
+            count, used = int(row["count"]), int(row["used"])
+            if count >= quota.documents:
+                raise QuotaExceeded("documents", quota.documents, count, 1)
+            if used + size > quota.bytes:
+                raise QuotaExceeded("bytes", quota.bytes, used, size)
+            seq = await conn.fetchval(
+                "INSERT INTO documents (id, owner, title, type, date, geojson, size) "
+                "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7) RETURNING seq",
+                document_id,
+                owner,
+                title,
+                type_,
+                date,
+                text,
+                size,
+            )
+        return Document(id=document_id, owner=owner, title=title, type=type_, date=date, geojson=geojson, seq=int(seq))
 
     async def delete_document(self, owner: str, document_id: str) -> bool:
         """Delete when it is the owner's."""

@@ -9,7 +9,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import SESSION_COLUMNS, Document, LoginRequest, SessionRecord, decode_geojson, new_id, session_values, utc_now_iso
+from .base import (
+    SESSION_COLUMNS,
+    Document,
+    LoginRequest,
+    Quota,
+    QuotaExceeded,
+    SessionRecord,
+    decode_geojson,
+    new_id,
+    session_values,
+    stored_size,
+    utc_now_iso,
+)
 
 T = TypeVar("T")
 
@@ -21,7 +33,8 @@ CREATE TABLE IF NOT EXISTS documents (
     title TEXT NOT NULL,
     type TEXT NOT NULL,
     date TEXT NOT NULL,
-    geojson TEXT NOT NULL
+    geojson TEXT NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS documents_owner ON documents (owner, seq);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -44,6 +57,14 @@ CREATE TABLE IF NOT EXISTS login_requests (
     created_at REAL NOT NULL
 );
 """
+
+
+def _add_size_column(db: sqlite3.Connection) -> None:
+    # Tables created before quotas had no size column: add it and count the rows already there.
+    columns = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
+    if "size" not in columns:
+        db.execute("ALTER TABLE documents ADD COLUMN size INTEGER NOT NULL DEFAULT 0")
+        db.execute("UPDATE documents SET size = length(CAST(title AS BLOB)) + length(CAST(geojson AS BLOB))")
 
 
 class SqliteStorage:
@@ -69,6 +90,7 @@ class SqliteStorage:
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
         await self._run(lambda db: db.executescript(SCHEMA))
+        await self._run(_add_size_column)
 
     async def close(self) -> None:
         """Close the connection."""
@@ -76,25 +98,36 @@ class SqliteStorage:
             self._db.close()
             self._db = None
 
-    async def list_documents(self, owner: str) -> list[Document]:
-        """The owner's documents, newest first."""
+    async def list_documents(self, owner: str, *, limit: int, before: int | None = None) -> list[Document]:
+        """At most ``limit`` of the owner's documents, newest first (``seq < before`` when given)."""
         rows = await self._run(
             lambda db: db.execute(
-                "SELECT id, owner, title, type, date, geojson FROM documents WHERE owner = ? ORDER BY seq DESC", (owner,)
+                "SELECT id, owner, title, type, date, geojson, seq FROM documents WHERE owner = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+                (owner, before if before is not None else 2**63 - 1, limit),
             ).fetchall()
         )
-        return [Document(id=r[0], owner=r[1], title=r[2], type=r[3], date=r[4], geojson=decode_geojson(r[5])) for r in rows]
+        return [Document(id=r[0], owner=r[1], title=r[2], type=r[3], date=r[4], geojson=decode_geojson(r[5]), seq=r[6]) for r in rows]
 
-    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any]) -> Document:
-        """Insert a document."""
-        document = Document(id=new_id(), owner=owner, title=title, type=type_, date=utc_now_iso(), geojson=geojson)
-        await self._run(
-            lambda db: db.execute(
-                "INSERT INTO documents (id, owner, title, type, date, geojson) VALUES (?, ?, ?, ?, ?, ?)",
-                (document.id, owner, title, type_, document.date, Document.geojson_text(geojson)),
+    async def add_document(self, owner: str, title: str, type_: str, geojson: dict[str, Any], *, quota: Quota) -> Document:
+        """Insert a document unless it takes the owner past ``quota`` (the lock makes check and insert one step)."""
+        text = Document.geojson_text(geojson)
+        size = stored_size(title, text)
+        document_id, date = new_id(), utc_now_iso()
+
+        def add(db: sqlite3.Connection) -> int:
+            count, used = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM documents WHERE owner = ?", (owner,)).fetchone()
+            if count >= quota.documents:
+                raise QuotaExceeded("documents", quota.documents, count, 1)
+            if used + size > quota.bytes:
+                raise QuotaExceeded("bytes", quota.bytes, used, size)
+            cursor = db.execute(
+                "INSERT INTO documents (id, owner, title, type, date, geojson, size) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (document_id, owner, title, type_, date, text, size),
             )
-        )
-        return document
+            return int(cursor.lastrowid or 0)
+
+        seq = await self._run(add)
+        return Document(id=document_id, owner=owner, title=title, type=type_, date=date, geojson=geojson, seq=seq)
 
     async def delete_document(self, owner: str, document_id: str) -> bool:
         """Delete when it is the owner's."""

@@ -1,11 +1,26 @@
 /**
- * The backend API (`/me`, `/documents`).
+ * The backend API (`/me`, `/documents`, the portal's `/logout`).
  *
  * Local mode sends `Authorization: Bearer <access token>`; on a 401 it asks for a
  * fresh token once and retries once. Remote mode sends no token, only the
  * portal's session cookie (`credentials: 'include'`).
  */
 import { AuthError } from './errors.js';
+
+/** Pages of GET /documents read at most (the user's quota bounds the list long before). */
+const MAX_PAGES = 100;
+
+/** The query (`?limit=…&cursor=…`) of a `Link` header's rel="next" URL, or ''. */
+export function nextPageQuery(link) {
+  const match = /<([^>]*)>\s*;\s*rel="?next"?/.exec(link ?? '');
+  if (!match) return '';
+  try {
+    // Only the query is kept: the next page is asked of this same backend URL.
+    return new URL(match[1]).search;
+  } catch {
+    return '';
+  }
+}
 
 export class ApiError extends Error {
   constructor(message, status) {
@@ -52,7 +67,10 @@ export class BackendApi {
   }
 
   async #json(path, init, what) {
-    const response = await this.request(path, init);
+    return this.#read(await this.request(path, init), what);
+  }
+
+  async #read(response, what) {
     if (response.status === 401 || response.status === 403) {
       throw new AuthError('unauthorized', `${what}: the backend refused the session (HTTP ${response.status})`, {
         status: response.status,
@@ -67,11 +85,39 @@ export class BackendApi {
     return this.#json('/me', {}, 'GET /me');
   }
 
-  /** GET /documents: `[{id, title, type, date, geojson}]`. */
+  /**
+   * GET /documents, every page: `[{id, title, type, date, geojson}]`, newest first. The
+   * backend answers one page at a time; `Link: <…?limit=…&cursor=…>; rel="next"` names the next.
+   */
   async listDocuments() {
-    const docs = await this.#json('/documents', {}, 'GET /documents');
-    if (!Array.isArray(docs)) throw new ApiError('GET /documents: the answer is not a list', 200);
-    return docs;
+    const docs = [];
+    const seen = new Set();
+    let query = '';
+    for (let pages = 0; pages < MAX_PAGES; pages += 1) {
+      const response = await this.request(`/documents${query}`, {});
+      const page = await this.#read(response, 'GET /documents');
+      if (!Array.isArray(page)) throw new ApiError('GET /documents: the answer is not a list', 200);
+      docs.push(...page);
+      query = nextPageQuery(response.headers.get('Link'));
+      if (!query || seen.has(query)) return docs;
+      seen.add(query);
+    }
+    throw new ApiError(`GET /documents: more than ${MAX_PAGES} pages`, 200);
+  }
+
+  /**
+   * Remote mode: end the portal session. GET /csrf-token, then POST /logout?app=… with the
+   * token in `X-CSRF-Token` (a page of another origin can do neither).
+   * @returns {Promise<string>} where the portal sends the browser (`…?success=1`)
+   */
+  async portalLogout(app) {
+    const { csrfToken } = await this.#json('/csrf-token', {}, 'GET /csrf-token');
+    const answer = await this.#json(
+      `/logout?app=${encodeURIComponent(app)}`,
+      { method: 'POST', headers: { 'X-CSRF-Token': String(csrfToken) } },
+      'POST /logout',
+    );
+    return String(answer?.redirect ?? '');
   }
 
   /** POST /documents `{title, type: "route"|"isochrone", geojson}`. */

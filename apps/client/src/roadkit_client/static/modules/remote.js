@@ -126,7 +126,7 @@ export class RemoteService extends BaseService {
     }
   }
 
-  /** Forget the session here, tell the other tabs, let the portal end it. */
+  /** Forget the session here, tell the other tabs, let the portal end it (POST /logout). */
   async logout({ endIamSession = true } = {}) {
     this.endSession('logout');
     this.broadcast({ type: 'logout' });
@@ -136,9 +136,16 @@ export class RemoteService extends BaseService {
     } catch {
       // Storage disabled: the return is then handled as a plain visit (GET /me says signed out).
     }
-    const url = new URL(`${this.portalUrl}/logout`);
-    url.searchParams.set('app', this.settings.AppName);
-    this.env.navigate(url.toString());
+    // Signed out here in any case: when the portal cannot be told, its session is already over
+    // (GET /csrf-token answered 401) or the backend is down, and the app shows the return.
+    let target = '';
+    try {
+      target = await this.api.portalLogout(this.settings.AppName);
+    } catch {
+      target = '';
+    }
+    if (!/^https?:\/\//.test(target)) target = `${this.appUrl}?success=1`;
+    this.env.navigate(target);
     return 'redirect';
   }
 }
