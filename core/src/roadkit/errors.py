@@ -55,6 +55,16 @@ class ParameterInvalid(BadRequest):
         self.detail = detail
 
 
+class PointNotSnapped(ParameterInvalid):
+    """A point of a list parameter (``sources``, ``targets``...) that no road of the network is near."""
+
+    code = "point_not_snapped"
+
+    def __init__(self, name: str, index: int, detail: str = "no road of the network is near this point") -> None:
+        super().__init__(name, f"point {index}: {detail}")
+        self.index = index
+
+
 class OperationNotPermitted(BadRequest):
     """The operation is not offered by this resource or service."""
 
@@ -130,6 +140,13 @@ class EngineTimeout(EngineError):
     code = "engine_timeout"
 
 
+class EngineBusy(RoadkitError):
+    """Every engine slot of the source is taken (a full database pool): 503 with ``Retry-After``, the source stays green."""
+
+    status = 503
+    code = "busy"
+
+
 class SourceUnavailable(RoadkitError):
     """The source is not connected (state red)."""
 
@@ -143,8 +160,12 @@ class ConfigurationError(RoadkitError):
     status = 400
     code = "configuration_error"
 
+    #: The longest problem kept whole: past it, a value someone sent (megabytes, through the admin API) is cut.
+    MAX_PROBLEM = 1000
+
     def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
+        most = self.MAX_PROBLEM
+        self.problems = [p if len(p) <= most else f"{p[:most]}... ({len(p)} characters)" for p in problems]
         super().__init__("\n".join(self.problems) if self.problems else "invalid configuration")
 
 

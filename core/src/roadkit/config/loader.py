@@ -6,6 +6,8 @@ configuration in one pass.
 
 from __future__ import annotations
 
+import grp
+import ipaddress
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -18,8 +20,10 @@ from roadkit.config import allocator
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (
+    Access,
     AdminAuth,
     AdministratorConfig,
+    AdminWrites,
     ApiRef,
     ApplicationInfo,
     Folders,
@@ -40,6 +44,7 @@ from roadkit.config.road2 import (
     is_road2_service,
     road2_server_key,
 )
+from roadkit.config.sites import IPV6_ALTERNATIVES, check_proxies, check_sites
 from roadkit.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -48,18 +53,40 @@ log = logging.getLogger(__name__)
 BBOX_REGEX = r"^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$"
 _BBOX = re.compile(BBOX_REGEX)
 _ROAD2_PARAMETER_IDS = {"bbox": "getBbox", "projection": "crs", "number": "nbPoints"}
-_HEX = "[0-9A-Fa-f]{1,4}"
-#: An IPv6 address in text form (RFC 4291 section 2.2, without an embedded IPv4 address or a zone).
-_IPV6 = "|".join(
-    [f"(?:{_HEX}:){{7}}{_HEX}", f"(?:{_HEX}:){{1,7}}:"]
-    + [f"(?:{_HEX}:){{1,{6 - k}}}(?::{_HEX}){{1,{k + 1}}}" for k in range(6)]
-    + [f":(?::{_HEX}){{1,7}}", "::"]
-)
+#: An IPv6 address in text form (shared with the ``trusted_proxies`` pattern).
+_IPV6 = IPV6_ALTERNATIVES
 _LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 #: A listener's host: an IPv4 address or a host name (RFC 1123 labels), or an IPv6 address.
 #: Also the admin OpenAPI ``pattern`` (with ``maxLength`` HOST_MAX_LENGTH).
 HOST_REGEX = f"^(?:{_IPV6}|(?:{_LABEL}\\.)*{_LABEL})$"
 HOST_MAX_LENGTH = 253
+
+#: Bounds (seconds, inclusive) of each duration a file or an admin write may set, also published in the
+#: admin OpenAPI document: below them nothing can be ready or answer in time (a start-up time-out of
+#: 5e-324 s), above them a mistyped number that never expires.
+STARTUP_TIMEOUT = (10.0, 86400.0)
+STOP_TIMEOUT = (0.1, 3600.0)
+ENGINE_TIMEOUT = (0.001, 3600.0)
+#: ``limits.max_body_bytes``: a body (or a query) is held in memory whole.
+BODY_BYTES = (1, 1 << 30)
+RETRY_WAIT = (0.01, 86400.0)
+#: A connection's deadlines, ``[http]`` head_timeout, body_timeout and keep_alive_timeout.
+CONNECTION_TIMEOUT = (0.05, 3600.0)
+#: ``[http]`` max_url_bytes and max_header_bytes: below, ordinary requests no longer fit; above, one
+#: connection's head could take a worker's memory.
+HEAD_BYTES = (1024, 1_048_576)
+#: ``[http]`` max_connections (also lowered at start to fit the process's open-file limit).
+MAX_CONNECTIONS = (1, 1_000_000)
+
+
+def seconds_problem(value: Any, bounds: tuple[float, float]) -> str | None:
+    """What is wrong with ``value`` as a number of seconds within ``bounds``, or None."""
+    low, high = bounds
+    if isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high:
+        return None
+    return f"expected a number of seconds from {low:g} to {high:g}, got {value!r}"
+
+
 _HOST = re.compile(HOST_REGEX)
 
 
@@ -140,11 +167,13 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     if logging_config.file is not None:
         logging_config = attrs.evolve(logging_config, file=resolve(path, logging_config.file))
     auth = _check_auth(path, admin.auth, listener, problems)
+    check_sites(path, "administrator.", admin.allowed_hosts, admin.allowed_origins, admin.trusted_proxies, problems)
+    writes = _check_writes(path, admin.writes, problems)
     if problems:
         raise ConfigurationError(problems)
     return ServerConfig(
         path=path,
-        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth),
+        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth, writes=writes),
         services=tuple(services),
     )
 
@@ -166,15 +195,42 @@ def managed_service(entry: Any, path: Path, key: str) -> tuple[ManagedService | 
             f'{path}: {key}.allocator: {service.allocator!r} needs mode = "child-process": a same-process service runs in '
             'the administrator\'s process, started with its allocator already (set "auto" or "system", or use child processes)'
         )
-    for name in ("startup_timeout", "stop_timeout"):
-        if getattr(service, name) <= 0:
-            problems.append(f"{path}: {key}.{name}: expected a positive number of seconds, got {getattr(service, name)!r}")
+    for name, bounds in (("startup_timeout", STARTUP_TIMEOUT), ("stop_timeout", STOP_TIMEOUT)):
+        if (problem := seconds_problem(getattr(service, name), bounds)) is not None:
+            problems.append(f"{path}: {key}.{name}: {problem}")
     backoff = service.backoff
     if backoff.initial <= 0 or backoff.factor < 1 or backoff.max < backoff.initial or backoff.reset_after < 0:
         problems.append(
             f"{path}: {key}.backoff: expected 0 < initial <= max, factor >= 1 and reset_after >= 0, got {attrs.asdict(backoff)}"
         )
     return service, problems
+
+
+def _check_writes(path: Path, writes: AdminWrites, problems: list[str]) -> AdminWrites:
+    """``[administrator.writes]`` with its folders resolved; its problems added to ``problems``."""
+    folders = tuple(resolve(path, folder) for folder in writes.folders)
+    for i, folder in enumerate(folders):
+        if not folder.is_dir():
+            problems.append(f"{path}: administrator.writes.folders[{i}]: expected a folder, got {str(writes.folders[i])!r} (not found)")
+    for i, host in enumerate(writes.hosts):
+        if not valid_host(host.strip("[]")) and not _is_network(host):
+            problems.append(
+                f"{path}: administrator.writes.hosts[{i}]: expected a host name, an IP address or a network (10.0.0.0/8), got {host!r}"
+            )
+    if writes.group is not None:
+        try:
+            grp.getgrnam(writes.group)
+        except KeyError:
+            problems.append(f"{path}: administrator.writes.group: expected a group of this machine, got {writes.group!r} (unknown)")
+    return attrs.evolve(writes, folders=folders)
+
+
+def _is_network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 LOOPBACK_HOSTS = ("localhost", "::1")
@@ -201,6 +257,11 @@ def _check_auth(path: Path, auth: AdminAuth | None, listener: Listener, problems
             )
         if not auth.jwt.role:
             problems.append(f"{path}: administrator.auth.jwt.role: expected the role an admin token must carry, got an empty string")
+        if not [audience for audience in auth.jwt.audiences if audience.strip()]:
+            problems.append(
+                f"{path}: administrator.auth.jwt.audiences: expected the client ids of the admin API (a token's aud or azp must "
+                "name one), got none: without them a token the realm issued to any other client (a browser app's) would be accepted"
+            )
     if auth.tokens_file is not None:
         tokens_file = resolve(path, auth.tokens_file)
         if not tokens_file.is_file():
@@ -209,6 +270,9 @@ def _check_auth(path: Path, auth: AdminAuth | None, listener: Listener, problems
                 f"one with 'roadkit admin-token'), got {str(auth.tokens_file)!r} (not found)"
             )
         auth = attrs.evolve(auth, tokens_file=tokens_file)
+    if auth.protect_reads is None:
+        # Reads show the services' configuration: only this machine may see them without a token.
+        auth = attrs.evolve(auth, protect_reads=not is_loopback(listener.host))
     return auth
 
 
@@ -328,13 +392,17 @@ def parse_service(
     if folders.projections is not None and not folders.projections.is_dir():
         problems.append(f"{path}: folders.projections: expected a folder, got {str(folders.projections)!r} (not found)")
     limits = config.limits
-    if limits.max_body_bytes < 1:
-        problems.append(f"{path}: limits.max_body_bytes: expected a positive number of bytes, got {limits.max_body_bytes}")
+    if not BODY_BYTES[0] <= limits.max_body_bytes <= BODY_BYTES[1]:
+        low, high = BODY_BYTES
+        problems.append(f"{path}: limits.max_body_bytes: expected a number of bytes from {low} to {high}, got {limits.max_body_bytes}")
     # Each is checked alone: a maximum below the first wait simply caps every wait (min(max, initial * 2**n)),
     # and a rule between two keys is one the admin API's OpenAPI document could not state.
-    for key in ("engine_timeout", "connect_retry_initial", "connect_retry_max"):
-        if not getattr(limits, key) > 0:
-            problems.append(f"{path}: limits.{key}: expected a positive number of seconds, got {getattr(limits, key):g}")
+    for key, bounds in (("engine_timeout", ENGINE_TIMEOUT), ("connect_retry_initial", RETRY_WAIT), ("connect_retry_max", RETRY_WAIT)):
+        if (problem := seconds_problem(getattr(limits, key), bounds)) is not None:
+            problems.append(f"{path}: limits.{key}: {problem}")
+    check_proxies(path, "http.trusted_proxies", config.http.trusted_proxies, problems)
+    _check_http(path, config.http, problems)
+    access = _check_access(path, config.access, problems)
     cors_options = None
     try:
         cors_options = load_cors(cors)
@@ -351,6 +419,7 @@ def parse_service(
         limits=config.limits,
         cors=cors_options,
         http=config.http,
+        access=access,
     )
 
 
@@ -362,6 +431,66 @@ class _ServiceFile:
     folders: Folders = attrs.field(factory=Folders)
     limits: Limits = attrs.field(factory=Limits)
     http: Http = attrs.field(factory=Http)
+    access: Access | None = None
+
+
+#: The largest table of quota counters (``access.tracked_clients``): 40 bytes each, shared memory.
+MAX_TRACKED_CLIENTS = 10_000_000
+#: A quota's ``requests`` and ``concurrent`` (a count of requests) and its longest ``window`` (seconds in a leap year).
+QUOTA_REQUESTS = (1, 2**31 - 1)
+QUOTA_WINDOW = 31_622_400.0
+
+
+def _check_http(path: Path, http: Http, problems: list[str]) -> None:
+    for key in ("head_timeout", "body_timeout", "keep_alive_timeout"):
+        if (problem := seconds_problem(getattr(http, key), CONNECTION_TIMEOUT)) is not None:
+            problems.append(f"{path}: http.{key}: {problem}")
+    for key, (low, high), unit in (
+        ("max_url_bytes", HEAD_BYTES, " bytes"),
+        ("max_header_bytes", HEAD_BYTES, " bytes"),
+        ("max_connections", MAX_CONNECTIONS, " connections"),
+    ):
+        value = getattr(http, key)
+        if value is not None and not low <= value <= high:
+            problems.append(f"{path}: http.{key}: expected {low} to {high}{unit}, got {value}")
+
+
+def _check_access(path: Path, access: Access | None, problems: list[str]) -> Access | None:
+    """``[access]`` with its keys file resolved; its problems added to ``problems``."""
+    if access is None:
+        return None
+    if access.keys_file is None and access.jwt is None and not access.anonymous:
+        problems.append(
+            f"{path}: access: expected keys_file and/or [access.jwt], or anonymous = true (as it is, no request could be served)"
+        )
+    if access.jwt is not None:
+        if not access.jwt.issuer.startswith(("http://", "https://")):
+            problems.append(
+                f"{path}: access.jwt.issuer: expected the IAM realm's URL (http(s)://.../realms/NAME), got {access.jwt.issuer!r}"
+            )
+        for name in ("leeway", "jwks_min_refresh_interval", "timeout"):
+            value = getattr(access.jwt, name)
+            if not (value > 0 if name == "timeout" else value >= 0) or value == float("inf"):
+                wanted = "above 0" if name == "timeout" else "0 or more"
+                problems.append(f"{path}: access.jwt.{name}: expected a number of seconds {wanted}, got {value:g}")
+    for key, quota in (("quota", access.quota), ("anonymous_quota", access.anonymous_quota)):
+        for name in ("requests", "concurrent"):
+            value = getattr(quota, name)
+            if value is not None and not QUOTA_REQUESTS[0] <= value <= QUOTA_REQUESTS[1]:
+                problems.append(f"{path}: access.{key}.{name}: expected a number of requests from 1 to {QUOTA_REQUESTS[1]}, got {value}")
+        if not 0 < quota.window <= QUOTA_WINDOW:
+            problems.append(f"{path}: access.{key}.window: expected a number of seconds above 0, at most a year, got {quota.window:g}")
+    if not 1 <= access.tracked_clients <= MAX_TRACKED_CLIENTS:
+        problems.append(f"{path}: access.tracked_clients: expected a number from 1 to {MAX_TRACKED_CLIENTS}, got {access.tracked_clients}")
+    if access.keys_file is None:
+        return access
+    keys_file = resolve(path, access.keys_file)
+    if not keys_file.is_file():
+        problems.append(
+            f"{path}: access.keys_file: expected a file of API key hashes (create one with "
+            f"'roadkit api-key create NAME --file {access.keys_file}'), got {str(access.keys_file)!r} (not found)"
+        )
+    return attrs.evolve(access, keys_file=keys_file)
 
 
 def _files(folders: Iterable[Path], suffix: str) -> list[Path]:
@@ -420,8 +549,8 @@ def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
             problems.append(f"{path}: bbox: {exc}")
     if "timeout" in data:
         value = data.pop("timeout")
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-            problems.append(f"{path}: timeout: expected a positive number of seconds, got {value!r}")
+        if (problem := seconds_problem(value, ENGINE_TIMEOUT)) is not None:
+            problems.append(f"{path}: timeout: {problem}")
         else:
             common["timeout"] = float(value)
     if problems:

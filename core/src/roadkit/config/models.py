@@ -100,7 +100,7 @@ class JwtAuth:
 
     issuer: str
     role: str
-    #: Accepted ``aud`` values (any one suffices); empty: the audience is not checked.
+    #: The admin API's client ids: a token's ``aud`` or ``azp`` must be one of them (required, at least one).
     audiences: tuple[str, ...] = ()
     #: Where the roles are in the token, a dotted path (Keycloak: ``realm_access.roles``).
     roles_claim: str = "realm_access.roles"
@@ -116,7 +116,22 @@ class AdminAuth:
     jwt: JwtAuth | None = None
     tokens_file: Path | None = None
     #: Also require a token for reads (health, services, configuration...); writes always need one.
-    protect_reads: bool = False
+    #: None: on when the admin listener is not on loopback (the loader decides).
+    protect_reads: bool | None = None
+
+
+@attrs.frozen
+class AdminWrites:
+    """What admin API writes may name (``[administrator.writes]``): :mod:`roadkit.config.writes`.
+
+    ``folders``: where written files and the folders they name may be (empty: the server file's
+    folder); ``hosts``: the host names, addresses or networks (``10.0.0.0/8``) a written source may
+    connect to (empty: loopback only); ``group``: written files are 0640 with this group instead of 0600.
+    """
+
+    folders: tuple[Path, ...] = ()
+    hosts: tuple[str, ...] = ()
+    group: str | None = None
 
 
 @attrs.frozen
@@ -127,6 +142,13 @@ class AdministratorConfig:
     logging: LoggingConfig = LoggingConfig()
     cors: Path | None = None
     auth: AdminAuth | None = None
+    writes: AdminWrites = AdminWrites()
+    #: More ``host[:port]`` names the admin listener answers to (loopback names and its own host always).
+    allowed_hosts: tuple[str, ...] = ()
+    #: More origins (``https://console.example``) whose pages may call the admin API (its own origin always).
+    allowed_origins: tuple[str, ...] = ()
+    #: Addresses or networks of reverse proxies whose ``X-Forwarded-*``/``Forwarded`` headers are believed.
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -198,6 +220,65 @@ class Http:
     """
 
     server: Literal["hypercorn", "uvicorn"] = "uvicorn"
+    #: Seconds a request's head (request line and headers) may take to arrive, from the connection's
+    #: start or, on a kept-alive connection, from the request's first byte.
+    head_timeout: float = 10.0
+    #: Seconds a request's body may take to arrive once its head has.
+    body_timeout: float = 30.0
+    #: Seconds a kept-alive connection may wait for its next request.
+    keep_alive_timeout: float = 5.0
+    #: Longest URL (path and query string) of a request, in bytes; beyond: 414.
+    max_url_bytes: int = 16384
+    #: Most bytes of a request's header lines; beyond: 431.
+    max_header_bytes: int = 32768
+    #: Open connections per worker process; None: half the open-file limit, at most 10,000. Beyond: 503.
+    max_connections: int | None = None
+    #: Addresses or networks of reverse proxies whose ``X-Forwarded-*``/``Forwarded`` headers are believed.
+    trusted_proxies: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Quota:
+    """What one caller may use of a service: ``requests`` per ``window`` seconds and ``concurrent`` requests at once.
+
+    None: no such limit. Counted across all the workers of the service.
+    """
+
+    requests: int | None = None
+    window: float = 60.0
+    concurrent: int | None = None
+
+
+@attrs.frozen
+class AccessJwt:
+    """Bearer JWTs from the IAM accepted on the routing APIs (as ``[administrator.auth.jwt]``, the role optional)."""
+
+    issuer: str
+    #: Accepted ``aud`` values (any one suffices); empty: the audience is not checked.
+    audiences: tuple[str, ...] = ()
+    #: A role the token must carry ("": any valid token of the realm).
+    role: str = ""
+    roles_claim: str = "realm_access.roles"
+    leeway: float = 0.0
+    jwks_min_refresh_interval: float = 5.0
+    timeout: float = 10.0
+
+
+@attrs.frozen
+class Access:
+    """Who may use the routing APIs of a service (``[access]``), and how much of it.
+
+    Callers show an API key (``keys_file``, made with ``roadkit api-key``) or an IAM bearer token
+    (``jwt``); with ``anonymous`` others are served too, each client address with ``anonymous_quota``.
+    ``tracked_clients`` bounds the table of counters shared by the workers.
+    """
+
+    keys_file: Path | None = None
+    jwt: AccessJwt | None = None
+    anonymous: bool = False
+    quota: Quota = Quota()
+    anonymous_quota: Quota = Quota(requests=60, window=60.0, concurrent=4)
+    tracked_clients: int = 10_000
 
 
 @attrs.frozen
@@ -212,6 +293,8 @@ class ServiceConfig:
     limits: Limits = Limits()
     cors: dict[str, Any] | None = None
     http: Http = Http()
+    #: Access control of the routing APIs (None: open to all, no quotas).
+    access: Access | None = None
 
 
 @attrs.frozen

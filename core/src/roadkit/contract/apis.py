@@ -17,22 +17,28 @@ from roadkit.errors import (
     ParameterMissing,
     RoadkitError,
 )
+from roadkit.routing.json_input import MAX_JSON_DEPTH, MAX_NUMBER_LENGTH, JsonInputError, nesting_depth, read_json
 from roadkit.routing.model import Coord, Cost
 from roadkit.routing.projections import ProjectionRegistry
 from roadkit.routing.resources import Resource
 from roadkit.routing.source import Source
+from roadkit.web.access import secure_openapi
 from roadkit.web.api import Api, JSONResponse, ScopeRoute, base_url, error_response, read_json_body
 from roadkit.web.docs import docs_routes
 from roadkit.web.patterns import decimal_pattern
 from roadkit.web.view import ServiceView
 
-__all__ = [
+# In the order tests/core/test_layers.py checks (capitalised names first, each group alphabetical).
+__all__ = [  # noqa: RUF022
     "Api",
     "BadRequest",
     "ConfigurationError",
     "Coord",
     "Cost",
     "JSONResponse",
+    "JsonInputError",
+    "MAX_JSON_DEPTH",
+    "MAX_NUMBER_LENGTH",
     "NotFound",
     "OperationNotPermitted",
     "ParameterInvalid",
@@ -48,5 +54,8 @@ __all__ = [
     "docs_routes",
     "error_response",
     "hookimpl",
+    "nesting_depth",
+    "read_json",
     "read_json_body",
+    "secure_openapi",
 ]

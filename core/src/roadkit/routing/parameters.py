@@ -17,6 +17,7 @@ import attrs
 
 from roadkit.config.loader import parse_bbox
 from roadkit.errors import ParameterInvalid
+from roadkit.routing.json_input import MAX_NUMBER_LENGTH, JsonInputError, read_json
 from roadkit.routing.model import Constraint, ConstraintKeyType, Coord
 from roadkit.routing.operations import ParameterSpec
 
@@ -25,8 +26,30 @@ _FLOAT = re.compile(r"^[+-]?\d+(?:\.\d*)?$")  # "300." too, as points and the do
 _INTEGER = re.compile(r"^[+-]?\d+$")
 
 
+#: The bounds of an ``integer`` parameter (a 32-bit signed integer, what the engines take).
+INTEGER_MIN, INTEGER_MAX = -(2**31), 2**31 - 1
+#: The largest ``costRatio`` of a constraint (a cost times the ratio stays far from a float's overflow).
+MAX_COST_RATIO = 1000.0
+#: The most characters of a user's value that an error message repeats.
+MAX_ECHO = 80
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> bool:
+    """A JSON number (not a boolean) that is finite."""
+    return _is_number(value) and math.isfinite(value)
+
+
+def echo(text: str) -> str:
+    """A user's text as an error message repeats it: at most ``MAX_ECHO`` characters."""
+    return text if len(text) <= MAX_ECHO else f"{text[:MAX_ECHO]}... ({len(text)} characters)"
+
+
+def _dumps(value: Any) -> str:
+    return echo(json.dumps(value))
 
 
 @attrs.frozen
@@ -70,13 +93,23 @@ class PointParameter(Parameter):
 
     def parse(self, raw: Any) -> Coord:
         if isinstance(raw, list) and len(raw) == 2 and all(_is_number(v) for v in raw):
-            return (float(raw[0]), float(raw[1]))
-        if not isinstance(raw, str):
-            raise self.invalid(f"expected a point 'x,y', got {json.dumps(raw)}")
-        match = _POINT.match(raw.strip())
-        if not match:
-            raise self.invalid(f"expected a point 'x,y' (two decimal numbers separated by a comma), got '{raw}'")
-        return (float(match.group(1)), float(match.group(2)))
+            point = (float(raw[0]), float(raw[1]))
+        elif not isinstance(raw, str):
+            raise self.invalid(f"expected a point 'x,y', got {_dumps(raw)}")
+        elif (
+            len(raw) > 2 * MAX_NUMBER_LENGTH + 1
+            or not (match := _POINT.match(raw.strip()))
+            or max(len(match.group(1)), len(match.group(2))) > MAX_NUMBER_LENGTH
+        ):
+            raise self.invalid(
+                f"expected a point 'x,y' (two decimal numbers of at most {MAX_NUMBER_LENGTH} characters separated by a comma), "
+                f"got '{echo(raw)}'"
+            )
+        else:
+            point = (float(match.group(1)), float(match.group(2)))
+        if not (math.isfinite(point[0]) and math.isfinite(point[1])):
+            raise self.invalid(f"expected finite coordinates, got {echo(str(raw))}")
+        return point
 
     def check_bbox(self, point: Coord) -> None:
         """Raise when the point (in this parameter's projection) is outside the bbox (inclusive)."""
@@ -99,9 +132,9 @@ class EnumParameter(Parameter):
 
     def parse(self, raw: Any) -> str:
         if not isinstance(raw, str):
-            raise self.invalid(f"expected one of {', '.join(self.values)}, got {json.dumps(raw)}")
+            raise self.invalid(f"expected one of {', '.join(self.values)}, got {_dumps(raw)}")
         if raw not in self.values:
-            raise self.invalid(f"expected one of {', '.join(self.values)}, got '{raw}'")
+            raise self.invalid(f"expected one of {', '.join(self.values)}, got '{echo(raw)}'")
         return raw
 
     def default(self) -> str | None:
@@ -124,7 +157,7 @@ class BoolParameter(Parameter):
         elif raw in ("true", "false"):
             value = raw == "true"
         else:
-            raise self.invalid(f"expected 'true' or 'false', got {raw if isinstance(raw, str) else json.dumps(raw)}")
+            raise self.invalid(f"expected 'true' or 'false', got {echo(raw) if isinstance(raw, str) else _dumps(raw)}")
         if value not in self.values:
             raise self.invalid(f"expected {str(self.values[0]).lower()} on this resource")
         return value
@@ -147,17 +180,19 @@ class NumberParameter(Parameter):
 
     def parse(self, raw: Any) -> float:
         kind = "an integer" if self.integer else "a number"
-        if _is_number(raw):
-            value = float(raw)
-            if self.integer and value != int(value):
-                raise self.invalid(f"expected an integer, got {raw}")
-        elif isinstance(raw, str) and (_INTEGER if self.integer else _FLOAT).match(raw.strip()):
+        pattern = _INTEGER if self.integer else _FLOAT
+        if _is_number(raw) or (isinstance(raw, str) and len(raw) <= MAX_NUMBER_LENGTH and pattern.match(raw.strip())):
             value = float(raw)
         else:
-            shown = raw if isinstance(raw, str) else json.dumps(raw)
-            raise self.invalid(f"expected {kind}, got '{shown}'")
-        if math.isinf(value) or math.isnan(value):
-            raise self.invalid(f"expected a finite number, got '{raw}'")
+            shown = echo(raw) if isinstance(raw, str) else _dumps(raw)
+            raise self.invalid(f"expected {kind} of at most {MAX_NUMBER_LENGTH} characters, got '{shown}'")
+        if not math.isfinite(value):
+            raise self.invalid(f"expected a finite number, got '{echo(str(raw))}'")
+        if self.integer:
+            if value != int(value):
+                raise self.invalid(f"expected an integer, got {raw}")
+            if not INTEGER_MIN <= value <= INTEGER_MAX:
+                raise self.invalid(f"expected an integer from {INTEGER_MIN} to {INTEGER_MAX}, got {echo(str(raw))}")
         if self.min is not None and value < self.min:
             raise self.invalid(f"{value:g} is below the minimum {self.min:g}")
         if self.max is not None and value > self.max:
@@ -186,9 +221,9 @@ class StringParameter(Parameter):
 
     def parse(self, raw: Any) -> str:
         if not isinstance(raw, str):
-            raise self.invalid(f"expected a string, got {json.dumps(raw)}")
+            raise self.invalid(f"expected a string, got {_dumps(raw)}")
         if self.pattern is not None and not re.fullmatch(self.pattern, raw):
-            raise self.invalid(f"'{raw}' does not match the pattern {self.pattern}")
+            raise self.invalid(f"'{echo(raw)}' does not match the pattern {self.pattern}")
         return raw
 
     def default(self) -> str | None:
@@ -237,31 +272,32 @@ class ConstraintParameter(Parameter):
     def parse(self, raw: Any) -> Constraint:
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise self.invalid(f"expected a JSON object, got invalid JSON ({exc.msg})") from None
+                raw = read_json(raw)
+            except JsonInputError as exc:
+                where = f"{exc.where}: " if exc.path else ""
+                raise self.invalid(f"expected a JSON object, got invalid JSON ({where}{exc.detail})") from None
         if not isinstance(raw, dict):
             raise self.invalid("expected a JSON object {constraintType, key, operator, value}")
         ctype, key, op, value = (raw.get(k) for k in ("constraintType", "key", "operator", "value"))
         if not isinstance(key, str) or key.lower() not in self.keys:
-            raise self.invalid(f"key: expected one of {', '.join(self.keys) or '(none)'}, got {json.dumps(key)}")
+            raise self.invalid(f"key: expected one of {', '.join(self.keys) or '(none)'}, got {_dumps(key)}")
         spec = self.keys[key.lower()]
         if ctype not in spec.types:
-            raise self.invalid(f"constraintType: expected one of {', '.join(spec.types)} for key '{spec.key}', got {json.dumps(ctype)}")
+            raise self.invalid(f"constraintType: expected one of {', '.join(spec.types)} for key '{spec.key}', got {_dumps(ctype)}")
         operators = spec.operators
         if op not in operators:
-            raise self.invalid(f"operator: expected one of {', '.join(operators)} for key '{spec.key}', got {json.dumps(op)}")
+            raise self.invalid(f"operator: expected one of {', '.join(operators)} for key '{spec.key}', got {_dumps(op)}")
         ratio = raw.get("costRatio")
-        if ratio is not None and (not _is_number(ratio) or ratio <= 0):
-            raise self.invalid(f"costRatio: expected a positive number, got {json.dumps(ratio)}")
+        if ratio is not None and (not _is_finite(ratio) or not 0 < ratio <= MAX_COST_RATIO):
+            raise self.invalid(f"costRatio: expected a positive number of at most {MAX_COST_RATIO:g}, got {_dumps(ratio)}")
         if ctype in ("prefer", "avoid") and ratio is None:
             ratio = self.prefer_ratio if ctype == "prefer" else self.avoid_ratio
         if spec.numeric:
-            if not _is_number(value):
-                raise self.invalid(f"value: expected a number for key '{spec.key}', got {json.dumps(value)}")
+            if not _is_finite(value):
+                raise self.invalid(f"value: expected a finite number for key '{spec.key}', got {_dumps(value)}")
             return Constraint(ctype, spec.key, op, value, field=spec.field, ratio=ratio)
         if not isinstance(value, str) or value not in spec.values:
-            raise self.invalid(f"value: expected one of {', '.join(spec.values)} for key '{spec.key}', got {json.dumps(value)}")
+            raise self.invalid(f"value: expected one of {', '.join(spec.values)} for key '{spec.key}', got {_dumps(value)}")
         target = spec.values[value]
         return Constraint(ctype, spec.key, op, value, field=target.get("field"), condition=target.get("condition"), ratio=ratio)
 
@@ -281,7 +317,7 @@ def split_multi(parameter: Parameter, raw: Any) -> list[Any]:
     elif _is_number(raw) and spec.type in ("float", "integer"):
         items = [raw]
     else:
-        raise parameter.invalid(f"expected '|'-separated values or a JSON array, got {json.dumps(raw)}")
+        raise parameter.invalid(f"expected '|'-separated values or a JSON array, got {_dumps(raw)}")
     if not spec.min <= len(items) <= spec.max:
         raise parameter.invalid(f"expected between {spec.min} and {spec.max} values, got {len(items)}")
     return items
@@ -443,8 +479,8 @@ def _build_constraints(
     ratios = {}
     for key, default in (("defaultPreferredCostRatio", 0.8), ("defaultAvoidCostRatio", 1.2)):
         value = settings.get(key, default)
-        if not _is_number(value) or value <= 0:
-            problems.append(f"{where}.{key}: expected a positive number, got {value!r}")
+        if not _is_finite(value) or not 0 < value <= MAX_COST_RATIO:
+            problems.append(f"{where}.{key}: expected a positive number of at most {MAX_COST_RATIO:g}, got {value!r}")
             value = default
         ratios[key] = float(value)
     return ConstraintParameter(spec, keys, ratios["defaultPreferredCostRatio"], ratios["defaultAvoidCostRatio"])

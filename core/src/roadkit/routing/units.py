@@ -95,7 +95,10 @@ class UnitRegistry:
         problem = self.problem(name, cost_type)
         if problem is not None:
             raise ParameterInvalid(parameter, problem)
-        return value * self._units[name].factor
+        engine = value * self._units[name].factor
+        if not math.isfinite(engine):  # a finite value times the unit's factor can overflow
+            raise ParameterInvalid(parameter, f"{value:g} {name} is beyond the numbers the engine takes")
+        return engine
 
     def largest(self, name: str, engine_limit: float, cost_type: str) -> float:
         """The largest value in unit ``name`` within ``engine_limit`` seconds or meters (what a document may say too)."""

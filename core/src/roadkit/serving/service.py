@@ -243,7 +243,8 @@ class Service:
         try:
             return self.resources[rid]
         except KeyError:
-            raise ParameterInvalid("resource", f"'{rid}' does not exist on this service") from None
+            shown = rid if len(rid) <= 80 else f"{rid[:80]}..."  # a client's text, not repeated at any length
+            raise ParameterInvalid("resource", f"'{shown}' does not exist on this service") from None
 
     def extend_capabilities(self, capabilities: dict[str, Any]) -> None:
         """Let every plugin add to a GetCapabilities document of this service (the ``roadkit_capabilities`` hook)."""
@@ -275,7 +276,7 @@ class Service:
         try:
             projection = self.projections.get(pid)
         except RoadkitError:
-            raise NotFound(f"Can't find projection {pid}") from None
+            raise NotFound(f"Can't find projection {pid if len(pid) <= 128 else pid[:128] + '...'}") from None
         return {"id": projection.id, "parameters": projection.parameters}
 
     # Publication: the admin API has validated and written the file; the service applies it without a

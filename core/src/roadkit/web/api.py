@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from roadkit.config.convert import structure
-from roadkit.errors import BadRequest, RoadkitError
+from roadkit.errors import BadRequest, ParameterInvalid, RoadkitError
+from roadkit.routing.json_input import JsonInputError, read_json
+from roadkit.web.forwarded import public_url
 
 if TYPE_CHECKING:
     from roadkit.web.view import ServiceView
@@ -96,6 +98,10 @@ def error_answer(exc: Exception) -> tuple[int, Any]:
         # status); an engine that breaks says so once, when its source turns red (Source.fail).
         log.debug("%s: %s", exc.code, exc.message)
         return exc.status, exc.body()
+    if isinstance(exc, ClientDisconnect):
+        # The client left, or its body's deadline passed (roadkit.process.bounds): nobody reads this answer.
+        log.debug("the connection closed before the request's body arrived")
+        return 400, {"error": {"errorType": "client_disconnected", "message": "The request's body did not arrive"}}
     log.error("unexpected error while handling a request", exc_info=exc)
     return 500, {"error": {"errorType": "internal", "message": "Internal Server Error"}}
 
@@ -103,7 +109,12 @@ def error_answer(exc: Exception) -> tuple[int, Any]:
 def error_response(exc: Exception) -> JSONResponse:
     """The response for any exception (:func:`error_answer`)."""
     status, content = error_answer(exc)
-    return JSONResponse(content, status_code=status)
+    return JSONResponse(content, status_code=status, headers=retry_after(status))
+
+
+def retry_after(status: int) -> dict[str, str] | None:
+    """The ``Retry-After`` of an answer: a 503 (a busy or reconnecting engine, a starting service) is worth retrying in a second."""
+    return {"Retry-After": "1"} if status == 503 else None
 
 
 #: The answer to a GET of a :class:`QueryRoute`: the query string (bytes, as in the ASGI scope) to
@@ -149,7 +160,8 @@ async def read_json_body(request: Request, limit: int) -> Any:
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise BadRequest(f"Wrong Content-Type: expected 'application/json', got '{content_type}'", code="bad_content_type")
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    # ASCII digits only ("²" is a digit to isdigit, not to int) and no int() of thousands of digits.
+    if declared is not None and declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
         raise BadRequest(f"Request body too large: at most {limit} bytes", code="body_too_large", status=413)
     body = bytearray()
     async for chunk in request.stream():
@@ -157,24 +169,21 @@ async def read_json_body(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise BadRequest(f"Request body too large: at most {limit} bytes", code="body_too_large", status=413)
     try:
-        return json.loads(body, parse_constant=_no_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"Invalid request body: expected JSON ({exc})", code="invalid_body") from None
-    except (ValueError, RecursionError) as exc:  # NaN/Infinity (not JSON); nesting past the parser's depth
-        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise BadRequest(f"Invalid request body: expected JSON ({detail})", code="invalid_body") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+        return read_json(bytes(body))
+    except JsonInputError as exc:
+        if exc.path:  # a number out of bounds: named as the parameter (or the document's key) it is the value of
+            raise ParameterInvalid(exc.where, exc.detail) from None
+        raise BadRequest(f"Invalid request body: {exc.detail}", code="invalid_body") from None
 
 
 def base_url(request: Request) -> str:
-    """The public base URL of a request's app, honouring X-Forwarded-Proto and X-Forwarded-Host, and the
-    path a host application mounted the app under (``roadkit.asgi``)."""
-    proto = request.headers.get("x-forwarded-proto", request.url.scheme).split(",")[0].strip() or "http"
-    host = request.headers.get("x-forwarded-host") or request.headers.get("host") or request.url.netloc
-    return f"{proto}://{host.split(',')[0].strip()}{request.scope.get('roadkit.root_path', '')}"
+    """The public base URL of a request's app and the path a host application mounted it under (``roadkit.asgi``).
+
+    ``X-Forwarded-Proto``/``-Host`` and ``Forwarded`` count only from the app's trusted proxies
+    (``roadkit.web.forwarded``); a ``Host`` that is not a host name or address is replaced by the listener's.
+    """
+    url = public_url(request)
+    return f"{url.scheme}://{url.authority}{request.scope.get('roadkit.root_path', '')}"
 
 
 async def http_exception_handler(request: Request, exc: Exception) -> Response:

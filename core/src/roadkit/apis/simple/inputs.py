@@ -11,7 +11,7 @@ from starlette.requests import Request
 
 from roadkit.errors import BadRequest, ParameterInvalid, ParameterMissing
 from roadkit.routing.model import Coord
-from roadkit.routing.parameters import Parameter, PointParameter, parse_values
+from roadkit.routing.parameters import Parameter, PointParameter, echo, parse_values, split_multi
 from roadkit.routing.projections import ProjectionRegistry
 from roadkit.routing.resources import ResourceOperation
 from roadkit.web.api import read_json_body
@@ -26,12 +26,15 @@ async def read_parameters(request: Request, body_limit: int) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise BadRequest("Invalid request body: expected a JSON object of parameters", code="invalid_body")
         return {k: v for k, v in body.items() if v is not None and v != ""}
-    return query_parameters(request.scope["query_string"])
+    return query_parameters(request.scope["query_string"], body_limit)
 
 
-def query_parameters(query: bytes) -> dict[str, Any]:
+def query_parameters(query: bytes, limit: int | None = None) -> dict[str, Any]:
     """The parameters of a query string (as Starlette's ``query_params`` reads it): a repeated key is an
-    error, an empty value is absent."""
+    error, an empty value is absent. A query longer than ``limit`` bytes (the body's limit: JSON given in
+    a parameter has the size bound of a body) is a 414."""
+    if limit is not None and len(query) > limit:
+        raise BadRequest(f"Query string too long: at most {limit} bytes", code="uri_too_long", status=414)
     text = query.decode("latin-1")
     if "%" in text or "+" in text:
         pairs = parse_qsl(text, keep_blank_values=True)
@@ -42,7 +45,7 @@ def query_parameters(query: bytes) -> dict[str, Any]:
         if value == "":
             continue
         if key in params:
-            raise ParameterInvalid(key, "given more than once; expected a single value")
+            raise ParameterInvalid(echo(key), "given more than once; expected a single value")
         params[key] = value
     return params
 
@@ -107,6 +110,26 @@ class Inputs:
             self.check_point(param, point, crs)
         return points
 
+    def listed_points(self, name: str, crs: str) -> list[Coord]:
+        """The points of a multi-valued point parameter (empty when absent and optional); an invalid point's
+        error names the parameter and the point's index (from 0)."""
+        param = self.operation[name]
+        raw = self.params.get(name)
+        if raw is None:
+            if param.spec.required:
+                raise ParameterMissing(name)
+            return []
+        assert isinstance(param, PointParameter)
+        points = []
+        for index, item in enumerate(split_multi(param, raw)):
+            try:
+                point = param.parse(item)
+                self.check_point(param, point, crs)
+            except ParameterInvalid as exc:
+                raise ParameterInvalid(name, f"point {index}: {exc.detail}") from None
+            points.append(point)
+        return points
+
     def check_point(self, param: PointParameter, point: Coord, crs: str) -> None:
         if crs != param.projection:
             # In another CRS the bbox is a curved quadrilateral: the rule is the axis-aligned box
@@ -133,7 +156,7 @@ class Inputs:
         if raw is None:
             return None
         if not isinstance(raw, str) or not _DATE_TIME.match(raw):
-            raise ParameterInvalid("date_time", f"expected format YYYY-MM-DDTHH:mm, got '{raw}'")
+            raise ParameterInvalid("date_time", f"expected format YYYY-MM-DDTHH:mm, got '{echo(str(raw))}'")
         try:
             value = datetime.strptime(raw, "%Y-%m-%dT%H:%M")
         except ValueError:

@@ -243,8 +243,6 @@ def parse_body(service: str, body: bytes) -> dict[str, Any]:
         doc = read_json(body)
     except JsonSyntaxError as exc:
         raise BodyError(f"invalid JSON: {exc}") from None
-    except RecursionError:
-        raise BodyError("invalid JSON: Terminate parsing due to Handler error.") from None
     params: dict[str, Any] = {}
     _PARSERS[service](doc, params)
     return params

@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from roadkit.contract.apis import MAX_NUMBER_LENGTH
+
 Result = tuple[int, Any] | None
 Parser = Callable[[str, int], Result]
 
@@ -167,16 +169,24 @@ def _digits(s: str, i: int) -> int:
     return j
 
 
+def _bounded_int(digits: str, most: int) -> int | None:
+    """The value of ``digits``, or None past ``most`` significant digits (an overflow: no ``int()`` of
+    thousands of digits, which Python refuses past 4300 and takes quadratic time to reach)."""
+    significant = digits.lstrip("0")
+    return None if len(significant) > most else int(significant or "0")
+
+
 def unsigned(bits: int) -> Parser:
     """``qi::uint_`` (32 bits) or ``qi::ulong_long`` (64): digits only, an overflow fails."""
     limit = (1 << bits) - 1
+    most = len(str(limit))
 
     def parse(s: str, i: int) -> Result:
         j = _digits(s, i)
         if j == i:
             return None
-        value = int(s[i:j])
-        return None if value > limit else (j, value)
+        value = _bounded_int(s[i:j], most)
+        return None if value is None or value > limit else (j, value)
 
     return parse
 
@@ -187,7 +197,10 @@ def signed_short(s: str, i: int) -> Result:
     k = _digits(s, j)
     if k == j:
         return None
-    value = int(s[i:k])
+    magnitude = _bounded_int(s[j:k], 5)
+    if magnitude is None:
+        return None
+    value = -magnitude if s[i] == "-" else magnitude
     return None if not -32768 <= value <= 32767 else (k, value)
 
 
@@ -203,6 +216,8 @@ def boolean(s: str, i: int) -> Result:
 def real(s: str, i: int) -> Result:
     """osrm-routed's ``double_``: sign, digits, dot, digits; no exponent, NaN or infinity.
 
+    A number longer than ``MAX_NUMBER_LENGTH`` characters, or beyond a double's range, fails.
+
     A dot directly followed by ``json`` is not taken, so ``43.json`` leaves ``.json`` to the format.
     """
     j = i + 1 if i < len(s) and s[i] in "+-" else i
@@ -216,11 +231,14 @@ def real(s: str, i: int) -> Result:
     elif not has_int:
         return None
     text = s[i:k]
+    if len(text) > MAX_NUMBER_LENGTH:
+        return None  # a number no client writes: refused as an overflow is, before float() reads it
     if text.endswith("."):
         text += "0"
     if text.lstrip("+-").startswith("."):
         text = text.replace(".", "0.", 1)
-    return k, float(text)
+    value = float(text)
+    return (k, value) if math.isfinite(value) else None
 
 
 UNLIMITED = math.inf

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from roadkit.contract.apis import MAX_JSON_DEPTH, MAX_NUMBER_LENGTH, nesting_depth
+
 _WHITESPACE = " \t\n\r"
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX = "0123456789abcdefABCDEF"
@@ -56,6 +58,8 @@ def _number(text: str, i: int) -> tuple[Any, int]:
             raise JsonSyntaxError("Miss exponent in number.")
         i, integer = k, False
     literal = text[start:i]
+    if len(literal) > MAX_NUMBER_LENGTH:  # before int(), which refuses thousands of digits
+        raise JsonSyntaxError(f"Number longer than {MAX_NUMBER_LENGTH} characters.")
     if integer and -(1 << 63) <= int(literal) < (1 << 64):
         return int(literal), i
     value = float(literal)
@@ -169,6 +173,8 @@ def _array(text: str, i: int) -> tuple[list[Any], int]:
 
 def read_json(body: bytes) -> Any:
     """The value of a JSON document, or :class:`JsonSyntaxError` with RapidJSON's message."""
+    if nesting_depth(body) > MAX_JSON_DEPTH:  # the reader recurses once per level
+        raise JsonSyntaxError(f"Nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects.")
     text = body.decode("utf-8", errors="surrogateescape")
     i = _skip(text, 0)
     if i == len(text):
