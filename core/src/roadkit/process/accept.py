@@ -25,6 +25,7 @@ import select
 import socket
 import ssl
 from collections.abc import Callable
+from typing import cast
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ ACCEPT_RETRY_DELAY = 1.0
 DEFER = 0.005
 #: A slot's value when its worker does not accept (starting, draining, gone).
 NOT_ACCEPTING = -1
+#: Seconds a refused connection's bytes are read and dropped before it closes (closing a socket with
+#: unread bytes resets the connection, and the client may lose the answer with them).
+REFUSAL_LINGER = 2.0
 
 #: The acceptors of this process reading their socket now (not closed, deferring or pausing).
 _reading: set[Acceptor] = set()
@@ -153,8 +157,9 @@ class Acceptor:
     and its handshake time-out) and a protocol from ``protocol_factory``. ``on_accept`` is called when
     a connection is accepted, ``on_connected`` once its transport is made (or the client gave up);
     with ``my_turn``, a waiting connection is left to other workers for :data:`DEFER` seconds
-    whenever it says False. The socket is this acceptor's own descriptor (a dup): :meth:`close`
-    closes it, never the shared one.
+    whenever it says False. When ``refuse`` returns an answer (the worker holds all the connections
+    it may), the connection is accepted, given that answer and closed (:class:`Refusal`) instead.
+    The socket is this acceptor's own descriptor (a dup): :meth:`close` closes it, never the shared one.
     """
 
     def __init__(
@@ -167,6 +172,7 @@ class Acceptor:
         on_accept: Callable[[], None] | None = None,
         on_connected: Callable[[], None] | None = None,
         my_turn: Callable[[], bool] | None = None,
+        refuse: Callable[[], bytes | None] | None = None,
     ) -> None:
         self.sock = sock
         self.protocol_factory = protocol_factory
@@ -175,10 +181,14 @@ class Acceptor:
         self.on_accept = on_accept
         self.on_connected = on_connected
         self.my_turn = my_turn
+        self.refuse = refuse
+        #: Connections refused since the start, and those being refused now.
+        self.refused = 0
+        self._refusing: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._retry: asyncio.TimerHandle | None = None
-        #: Transports being made (a TLS handshake takes several round trips).
-        self.connecting: set[asyncio.Task[None]] = set()
+        #: Transports being made (a TLS handshake takes several round trips), and the protocol of each once made.
+        self.connecting: dict[asyncio.Task[None], asyncio.BaseProtocol | None] = {}
 
     def start(self) -> None:
         """Accept from now on (the socket listens already: its backlog is the administrator's)."""
@@ -218,23 +228,36 @@ class Acceptor:
             self._retry = self._loop.call_later(ACCEPT_RETRY_DELAY, self.start)
             return
         conn.setblocking(False)
+        refusal = self.refuse() if self.refuse is not None else None
+        if refusal is not None:
+            self.refused += 1
+            refusing = self._loop.create_task(self._connect(conn, lambda: Refusal(refusal)))
+            self._refusing.add(refusing)
+            refusing.add_done_callback(self._refusing.discard)
+            return
         task = self._loop.create_task(self._connect(conn))
-        self.connecting.add(task)
+        self.connecting[task] = None
         task.add_done_callback(self._connected)
         if self.on_accept is not None:
             self.on_accept()
 
     def _connected(self, task: asyncio.Task[None]) -> None:
-        self.connecting.discard(task)
+        self.connecting.pop(task, None)
         if self.on_connected is not None:
             self.on_connected()
 
-    async def _connect(self, conn: socket.socket) -> None:
+    async def _connect(self, conn: socket.socket, factory: Callable[[], asyncio.BaseProtocol] | None = None) -> None:
         assert self._loop is not None
+        task = asyncio.current_task()
+
+        def made() -> asyncio.BaseProtocol:
+            protocol = (factory or self.protocol_factory)()
+            if task in self.connecting:
+                self.connecting[task] = protocol  # its server may count it already (connection_made) while the task ends
+            return protocol
+
         try:
-            await self._loop.connect_accepted_socket(
-                self.protocol_factory, conn, ssl=self.ssl_context, ssl_handshake_timeout=self.ssl_handshake_timeout
-            )
+            await self._loop.connect_accepted_socket(made, conn, ssl=self.ssl_context, ssl_handshake_timeout=self.ssl_handshake_timeout)
         except OSError as exc:  # TLS errors and the handshake time-out too
             # As asyncio's own server: a client that fails its TLS handshake or goes away is not an error of ours.
             # The transport owns the socket and closed it (closing it here could close a descriptor reused since).
@@ -258,3 +281,34 @@ class Acceptor:
         if self._loop is not None and self.sock.fileno() >= 0:
             self._loop.remove_reader(self.sock.fileno())
         self.sock.close()
+
+
+class Refusal(asyncio.Protocol):
+    """A connection answered at once with a whole response (``answer``), then closed.
+
+    What the client sends meanwhile is read and dropped until it closes its side, for at most
+    :data:`REFUSAL_LINGER` seconds (TLS: closed at once, asyncio's TLS transports do not half-close).
+    """
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self._timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
+        transport.write(self.answer)
+        if not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()
+        self._timer = asyncio.get_running_loop().call_later(REFUSAL_LINGER, transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        pass
+
+    def eof_received(self) -> bool | None:
+        return None  # the transport closes
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()

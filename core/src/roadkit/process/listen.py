@@ -15,7 +15,8 @@ just before send their request, keep-alive clients move to the new workers), the
 connections and finish the requests in flight.
 
 A connection its client closes is closed at once on either server (hypercorn on its own keeps it,
-task and socket, until its keep-alive time-out: see :class:`_ClientStream`).
+task and socket, until its keep-alive time-out: see :class:`_ClientStream`). Both hold the service's
+``[http]`` limits: deadlines, head sizes and a cap of connections (:mod:`roadkit.process.bounds`).
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from hypercorn.asyncio.lifespan import Lifespan
-from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from roadkit.config.models import Listener
+from roadkit.config.models import Http, Listener
 from roadkit.process.accept import NOT_ACCEPTING, Acceptor, Share
+from roadkit.process.bounds import BoundedHttpTools, BoundedTCPServer, connection_cap, too_many_connections
 from roadkit_support.serving import ACCESS_LOG_FORMAT
 
 log = logging.getLogger(__name__)
@@ -143,14 +144,21 @@ class ListeningSockets:
         self.sockets.clear()
 
 
-def server_config(listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0) -> Config:
+def server_config(
+    listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0, http: Http | None = None
+) -> Config:
     """The hypercorn settings of a service's HTTP server (certificates are per listener, see SocketServer)."""
+    http = http or Http()
     config = Config()
     config.accesslog = logging.getLogger("roadkit.access") if access_log else None
     config.access_log_format = ACCESS_LOG_FORMAT
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = graceful_timeout
-    config.keep_alive_timeout = 75.0
+    config.keep_alive_timeout = http.keep_alive_timeout
+    # BoundedTCPServer answers a head over the limits first: h11's own limit (a bare 431) only backs it up.
+    config.h11_max_incomplete_size = http.max_url_bytes + http.max_header_bytes + 4096
+    config.alpn_protocols = ["http/1.1"]  # as uvicorn: the limits are those of HTTP/1.1
+    config.ssl_handshake_timeout = http.head_timeout  # a TLS client that never finishes its handshake holds no more
     config.backlog = BACKLOG
     return config
 
@@ -196,13 +204,19 @@ class SocketServer:
         graceful_timeout: float = 10.0,
         http_server: str = "hypercorn",
         share: Share | None = None,
+        http: Http | None = None,
     ) -> None:
         if http_server not in ("hypercorn", "uvicorn"):
             raise ValueError(f"unknown HTTP server {http_server!r}: expected hypercorn or uvicorn")
         self.http_server = http_server
         self.access_log = access_log
         self.listeners = [listener for listener, _ in bound]
-        self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout)
+        #: The ``[http]`` limits (``http_server`` chooses the server).
+        self.limits = http or Http()
+        self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout, http=self.limits)
+        #: The most connections this server holds (set at start: the open-file limit is raised then).
+        self.max_connections = 0
+        self._full_answer = b""
         self.draining = Draining(app)
         self.app = wrap_app(self.draining, self.config.wsgi_max_body_size, None)  # type: ignore[arg-type]
         # Each server gets its own descriptors: closing them on stop leaves the shared socket open.
@@ -230,8 +244,11 @@ class SocketServer:
         return {"open": self._open(), "accepted": self.accepted}
 
     def _open(self) -> int:
-        served = len(self._uvicorn.state.connections) if self._uvicorn is not None else len(self._clients)
-        return served + sum(len(acceptor.connecting) for acceptor in self._acceptors)
+        connections: set[Any] = self._uvicorn.state.connections if self._uvicorn is not None else self._clients
+        # A connection made is in its server's set a moment before its acceptor's task ends: counted once.
+        return len(connections) + sum(
+            protocol is None or protocol not in connections for acceptor in self._acceptors for protocol in acceptor.connecting.values()
+        )
 
     def _publish(self) -> None:
         if self.share is not None and self._acceptors:
@@ -251,8 +268,10 @@ class SocketServer:
     async def _start(self) -> None:
         loop = asyncio.get_running_loop()
         factory: Callable[[], asyncio.BaseProtocol]
+        self.max_connections = connection_cap(self.limits.max_connections)
+        self._full_answer = too_many_connections(self.max_connections)
         if self.http_server == "uvicorn":
-            self._uvicorn = _Uvicorn(self.draining, access_log=self.access_log, keep_alive=self.config.keep_alive_timeout)
+            self._uvicorn = _Uvicorn(self.draining, access_log=self.access_log, limits=self.limits)
             self._uvicorn.state.connections = _Counted(self._publish)  # before any protocol holds the set
             await self._uvicorn.startup()
             factory = self._uvicorn.protocol
@@ -267,7 +286,7 @@ class SocketServer:
                 assert task is not None
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-                await TCPServer(self.app, loop, self.config, reader.context, self._state, reader, writer)  # type: ignore[arg-type]
+                await BoundedTCPServer(self.app, loop, self.config, reader.context, self._state, reader, writer, limits=self.limits)
 
             def factory() -> asyncio.BaseProtocol:  # what asyncio.start_server makes for each connection
                 context = _ConnectionContext()
@@ -286,10 +305,15 @@ class SocketServer:
                 on_accept=self._accepted,
                 on_connected=self._publish,
                 my_turn=self.share.my_turn if self.share is not None else None,
+                refuse=self._when_full,
             )
             acceptor.start()
             self._acceptors.append(acceptor)
         self._publish()
+
+    def _when_full(self) -> bytes | None:
+        """The 503 to answer a new connection with while this server holds all it may, else None."""
+        return self._full_answer if self._open() >= self.max_connections else None
 
     def _accepted(self) -> None:
         self.accepted += 1
@@ -480,23 +504,23 @@ class _Uvicorn:
     worker or administrator does all that here, so only its protocol and lifespan are used.
     """
 
-    def __init__(self, app: ASGIApp, *, access_log: bool, keep_alive: float) -> None:
+    def __init__(self, app: ASGIApp, *, access_log: bool, limits: Http) -> None:
         import uvicorn
         from uvicorn.server import ServerState
 
         self.config = uvicorn.Config(
             app,
-            http="auto",  # httptools when installed (a dependency of roadkit), else h11
+            http="httptools",  # a dependency of roadkit; BoundedHttpTools holds its protocol to the limits
             lifespan="on",
             log_config=None,  # roadkit configures logging
             access_log=access_log,
             proxy_headers=False,  # as hypercorn: the APIs read X-Forwarded-* themselves (roadkit.web.api.base_url)
             server_header=False,
-            timeout_keep_alive=int(keep_alive),
+            timeout_keep_alive=max(1, round(limits.keep_alive_timeout)),  # BoundedHttpTools's clock closes idle connections
         )
         self.config.load()
         base = self.config.http_protocol_class
-        self._protocol_class = type(f"HalfClosed{base.__name__}", (_AnswersHalfClosed, base), {})
+        self._protocol_class = type(f"Bounded{base.__name__}", (_AnswersHalfClosed, BoundedHttpTools, base), {"limits": limits})
         self.state = ServerState()
         self.lifespan = self.config.lifespan_class(self.config)
         self._clock: asyncio.Task[None] | None = None

@@ -15,6 +15,7 @@ from roadkit.process.children import completed
 from roadkit.process.listen import ListeningSockets, Rebind, SocketServer
 from roadkit.serving.bringup import bring_up, load
 from roadkit.serving.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns
+from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ class InProcessService:
         self.loading: Service | None = None
         self.server: SocketServer | None = None
         self.sockets = ListeningSockets()
+        #: The quota counters of ``[access]``, kept across restarts (None without it).
+        self.quotas: QuotaTable | None = None
         self.starts = 0
         self._runs = MergedRuns(self._restart)
 
@@ -74,7 +77,11 @@ class InProcessService:
         try:
             self.loading = load(self.managed.configuration, self.cors, self.plugins, id=self.id)
             config = self.loading.config
-            app = await bring_up(self.loading, timeout=self.managed.startup_timeout)
+            access = config.access
+            if access is not None and (self.quotas is None or self.quotas.size != access.tracked_clients):
+                self.quotas = QuotaTable.create(access.tracked_clients)
+            quotas = self.quotas if access is not None else None
+            app = await bring_up(self.loading, timeout=self.managed.startup_timeout, quotas=quotas)
             rebind = self.sockets.update(config.listeners)
             server = SocketServer(
                 app,
@@ -82,6 +89,7 @@ class InProcessService:
                 access_log=self.access_log,
                 graceful_timeout=self.managed.stop_timeout,
                 http_server=config.http.server,
+                http=config.http,
             )
             await server.start()
         except Exception as exc:
@@ -119,6 +127,9 @@ class InProcessService:
             if self.service is not None:
                 await self.service.stop()
             self.sockets.close()
+            if self.quotas is not None:
+                self.quotas.close()
+                self.quotas = None
             self.lifecycle = Lifecycle.STOPPED
         log.info("service %s stopped", self.id)
 

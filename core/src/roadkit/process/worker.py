@@ -3,7 +3,8 @@
 SPEC is a JSON object: ``service`` (id), ``configuration`` (the service file), ``cors``,
 ``channel`` (the descriptor of its end of the private channel), ``listeners`` (``{"host:port":
 descriptor}``: sockets the administrator bound and listens on), ``parent`` (the administrator's
-pid), ``worker`` (its index), ``access_log``, ``log_level``, ``log_file``, ``graceful_timeout``.
+pid), ``worker`` (its index), ``access_log``, ``log_level``, ``log_file``, ``graceful_timeout``, and
+``quotas`` (the descriptor of the quota counters shared by the service's workers, with ``[access]``).
 
 It dies with the administrator: ``PR_SET_PDEATHSIG`` (SIGKILL) when the administrator dies, even by
 SIGKILL, and the end of the channel as a second signal (a graceful stop). It loads the service,
@@ -148,7 +149,7 @@ class Worker:
             raise RoadkitError(
                 f"listener(s) {', '.join(missing)} not bound by the administrator (the service file changed during the start?)"
             )
-        app = await bring_up(self.service)
+        app = await bring_up(self.service, quotas=self._quotas())
         if self.stopping.is_set():
             return
         bound = [(listener, socket.socket(fileno=fds[listener.bind])) for listener in config.listeners]
@@ -158,6 +159,7 @@ class Worker:
             access_log=bool(self.spec.get("access_log")),
             graceful_timeout=float(self.spec.get("graceful_timeout", 10.0)),
             http_server=config.http.server,
+            http=config.http,
             share=self._share(),
         )
         for _, sock in bound:
@@ -172,6 +174,13 @@ class Worker:
         if not isinstance(table, dict):
             return None
         return Share(ConnectionTable.attach(int(table["fd"])), int(table["slot"]))
+
+    def _quotas(self) -> Any:
+        """The quota counters the administrator shares with the service's workers (``[access]``), if any."""
+        from roadkit.serving.quotas import QuotaTable
+
+        fd = self.spec.get("quotas")
+        return QuotaTable.attach(int(fd)) if isinstance(fd, int) else None
 
     async def _stop(self) -> None:
         if self.server is not None:
