@@ -12,6 +12,7 @@ column names are the only configuration text that reaches SQL, always double-quo
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,29 @@ import attrs
 from roadkit.contract.sources import ConfigurationError, SourceConfig, read_document, resolve, structure
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+log = logging.getLogger(__name__)
+
+
+def password_from(variable: str | None, where: str, problems: list[str]) -> str | None:
+    """The password held by the environment variable ``variable`` (None: no variable named); a problem when it is not set."""
+    if variable is None:
+        return None
+    if variable not in os.environ:
+        problems.append(f"{where}: the environment variable {variable!r} is not set")
+        return None
+    return os.environ[variable]
+
+
+def warn_inline_password(path: Path, database: DatabaseFile) -> None:
+    """A password written in the file itself (read, as Road2's files hold them): a warning to move it out."""
+    dsn_password = bool(database.dsn and re.search(r"://[^/@\s:]*:[^/@\s]+@|\bpassword\s*=", database.dsn, re.IGNORECASE))
+    if database.password is not None or dsn_password:
+        log.warning(
+            '%s: a database password is written in the file: name an environment variable instead (password_env = "NAME") '
+            "and keep the file readable by roadkit's user only",
+            path,
+        )
 
 
 def quote(name: str) -> str:
@@ -78,6 +102,8 @@ class PgStorage:
     schema: str = "public"
     database: Path | None = None
     dsn: str | None = None
+    #: With ``dsn``: the environment variable that holds the password (a DSN in a file holds none).
+    password_env: str | None = None
     attributes: tuple[Attribute, ...] = ()
     ways: str = "ways"
     vertices: str = "ways_vertices_pgr"
@@ -106,6 +132,20 @@ class PgSearch:
 
 
 @attrs.frozen
+class PgLimits:
+    """The largest isochrones the source computes, in the engine's units whatever unit a request uses, and nearest points.
+
+    ``isochrone_time`` in seconds, ``isochrone_distance`` in meters: a larger ``costValue`` (once
+    converted from the request's ``timeUnit``/``distanceUnit``) is a 400 before any query runs.
+    """
+
+    isochrone_time: float = 20_000.0
+    isochrone_distance: float = 50_000.0
+    #: The most points a nearest request returns (``nbPoints``), whatever the resource allows.
+    max_nearest: int = 100
+
+
+@attrs.frozen
 class PgPreparation:
     """How ``roadkit prepare`` builds the schema: from ``osm`` with osm2pgrouting."""
 
@@ -122,6 +162,7 @@ class PgOptions:
     costs: tuple[PgCost, ...]
     search: PgSearch = PgSearch()
     preparation: PgPreparation | None = None
+    limits: PgLimits = PgLimits()
 
 
 @attrs.frozen
@@ -172,6 +213,8 @@ def _from_road2_source(data: dict[str, Any]) -> dict[str, Any]:
 def _check(path: Path, options: PgOptions) -> list[str]:
     problems: list[str] = []
     storage = options.storage
+    if storage.password_env is not None and storage.dsn is None:
+        problems.append(f"{path}: storage.password_env: goes with storage.dsn (a database file names its own password_env)")
     if (storage.database is None) == (storage.dsn is None):
         problems.append(f"{path}: storage: expected either database (a database file) or dsn, got {'both' if storage.dsn else 'neither'}")
     names = [
@@ -186,6 +229,12 @@ def _check(path: Path, options: PgOptions) -> list[str]:
     names += [(f"storage.attributes[{i}].column", a.column) for i, a in enumerate(storage.attributes)]
     if not options.costs:
         problems.append(f"{path}: costs: expected at least one cost")
+    for limit in ("isochrone_time", "isochrone_distance"):
+        value = getattr(options.limits, limit)
+        if not 0 < value < 1e12:  # NaN too
+            problems.append(f"{path}: limits.{limit}: expected a positive number, got {value}")
+    if not 0 < options.limits.max_nearest <= 10_000:
+        problems.append(f"{path}: limits.max_nearest: expected an integer from 1 to 10000, got {options.limits.max_nearest}")
     seen: dict[tuple[str, str], int] = {}
     for i, cost in enumerate(options.costs):
         names += [
@@ -257,15 +306,15 @@ def _from_road2_database(data: dict[str, Any]) -> dict[str, Any]:
 def read_database_file(path: Path) -> DatabaseFile:
     """A database file, its cluster folder resolved; the password read from ``password_env`` when named."""
     database = structure(_from_road2_database(read_document(path)), DatabaseFile, path)
-    problems = []
+    problems: list[str] = []
     if database.pool_size < 1:
         problems.append(f"{path}: pool_size: expected a positive integer, got {database.pool_size}")
-    if database.password_env is not None and database.password_env not in os.environ:
-        problems.append(f"{path}: password_env: the environment variable {database.password_env!r} is not set")
+    warn_inline_password(path, database)
+    password = password_from(database.password_env, f"{path}: password_env", problems)
     if problems:
         raise ConfigurationError(problems)
-    if database.password_env is not None:
-        database = attrs.evolve(database, password=os.environ[database.password_env])
+    if password is not None:
+        database = attrs.evolve(database, password=password)
     if database.cluster is not None:
         database = attrs.evolve(database, cluster=resolve(path, database.cluster))
     return database

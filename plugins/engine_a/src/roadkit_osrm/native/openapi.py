@@ -28,12 +28,13 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from roadkit.contract.apis import Resource, ServiceView, Source, decimal_pattern
+from roadkit.contract.apis import Resource, ServiceView, Source, decimal_pattern, secure_openapi
 from roadkit.contract.native_osrm import NativeLimits, NativeSource
 from roadkit_osrm.native.body import POST_SERVICES
 from roadkit_osrm.native.query import BASE64_CHARS, HINT_SIZE, SERVICES
 from roadkit_osrm.native.settings import NativeSettings
 from roadkit_osrm.native.settings import of as native_settings
+from roadkit_osrm.native.table import native_services
 from roadkit_osrm.native.url import NAME_CHARS
 
 _JSON = "application/json"
@@ -159,6 +160,14 @@ def query_options(service: str, limits: NativeLimits) -> dict[str, tuple[dict[st
             "gaps": (_text(values=["split", "ignore"]), "Whether large gaps split the trace."),
             "tidy": (_text(values=_BOOLEAN), "Whether to remove points too close together."),
         }
+        if limits.max_matching_radius > 0:
+            options["radiuses"] = (
+                options["radiuses"][0],
+                f"Per coordinate: the GPS precision in metres (at most {limits.max_matching_radius:g}; larger: 400 TooBig), or empty.",
+            )
+    if service == "table" and limits.max_table_size > 0:
+        schema, text = options["sources"]
+        options["sources"] = (schema, f"{text} Sources × destinations: at most {limits.max_table_size**2} (400 TooBig beyond).")
     return options
 
 
@@ -200,6 +209,9 @@ def body_schema(service: str, limits: NativeLimits, coordinates: dict[str, Any])
             properties["continue_straight"] = {"anyOf": [boolean, {"const": "default"}]}
         else:
             properties["timestamps"] = {"type": "array", "items": integer}
+            if limits.max_matching_radius > 0:
+                radius = {"type": "number", "maximum": limits.max_matching_radius}
+                properties["radiuses"] = {"type": "array", "items": {"anyOf": [{"type": "null"}, radius]}}
             properties["gaps"] = {"enum": ["split", "ignore"]}
             properties["tidy"] = boolean
     elif service == "table":
@@ -336,7 +348,7 @@ def _answering(
     sources: list[Source] = []
     for name in names:
         chosen = settings.choose(resource, name, optimization)
-        if chosen is not None and service in getattr(chosen[0], "native_services", ()):
+        if chosen is not None and service in native_services(chosen[0]):
             found.append(name)
             if chosen[0] not in sources:
                 sources.append(chosen[0])
@@ -436,7 +448,8 @@ def native_openapi(service: ServiceView, base: str) -> dict[str, Any]:
         settings = _settings(resource)
         if settings is not None:
             paths |= resource_paths(resource, settings)
-    return {
+    # With [access], the document states the credentials the API takes (the service's security schemes).
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "roadkit native OSRM API",
@@ -450,6 +463,7 @@ def native_openapi(service: ServiceView, base: str) -> dict[str, Any]:
         "paths": paths,
         "components": {"schemas": {"Resource": _RESOURCE}},
     }
+    return secure_openapi(document, service.config.access)
 
 
 _RESOURCE = {
@@ -470,6 +484,11 @@ _RESOURCE = {
                     "aliases": {"type": "array", "items": {"type": "string"}},
                 },
             },
+        },
+        "limits": {
+            "type": "object",
+            "description": "osrm-routed's limits on this resource (-1: unlimited); a request past one is a 400 TooBig.",
+            "additionalProperties": {"type": "number"},
         },
     },
 }
