@@ -101,6 +101,25 @@ def _admin_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _api_key(args: argparse.Namespace) -> int:
+    from roadkit.auth.tokens import API_KEY_PREFIX, add_token, read_tokens, remove_token
+
+    if args.action == "create":
+        key = add_token(args.file, args.name, prefix=API_KEY_PREFIX, what="API keys")
+        print(f"roadkit api-key: key {args.name!r} added to {args.file} (only its salted hash is stored).", file=sys.stderr)
+        print("Send it as the header 'X-Api-Key: <key>' or the query parameter 'apikey=<key>'; it is shown this once:", file=sys.stderr)
+        print(key)
+    elif args.action == "list":
+        for stored in read_tokens(args.file) if args.file.exists() else []:
+            print(stored.name)
+    else:
+        if not args.file.exists() or not remove_token(args.file, args.name):
+            print(f"roadkit api-key: no key named {args.name!r} in {args.file}", file=sys.stderr)
+            return 1
+        print(f"roadkit api-key: key {args.name!r} revoked (the services refuse it within a second).", file=sys.stderr)
+    return 0
+
+
 @hookimpl(trylast=True)
 def roadkit_commands() -> Sequence[Command]:
     """The commands core contributes (this module is one of core's default plugins)."""
@@ -121,12 +140,25 @@ def roadkit_commands() -> Sequence[Command]:
         parser.add_argument("name", help="who or what uses the token (shown in the admin log)")
         parser.add_argument("--file", type=Path, required=True, help="the tokens file named by administrator.auth.tokens_file")
 
+    def api_key_args(parser: argparse.ArgumentParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        for action, text in (
+            ("create", "make a key; it is printed once, only its salted hash is stored"),
+            ("list", "list the names of the keys"),
+            ("revoke", "remove a key: the services refuse it from then on"),
+        ):
+            sub = actions.add_parser(action, help=text, description=text)
+            if action != "list":
+                sub.add_argument("name", help="who or what uses the key (its quotas are counted under this name)")
+            sub.add_argument("--file", type=Path, required=True, help="the keys file named by access.keys_file")
+
     def plugins_args(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--json", action="store_true", help="print the list as JSON")
 
     return [
         Command("plugins", "List the installed plugins: distributions, source kinds, APIs, commands and hooks.", plugins_args, _plugins),
         Command("admin-token", "Create an admin API token; its salted hash is appended to the tokens file.", token_args, _admin_token),
+        Command("api-key", "Create, list or revoke the API keys of the routing APIs (access.keys_file).", api_key_args, _api_key),
         Command("serve", "Start the administrator and its services.", serve_args, _serve),
         Command("check", "Check a configuration without starting anything.", config_arg, _check),
         Command("prepare", "Build the data of every source that lacks it.", prepare_args, _prepare),

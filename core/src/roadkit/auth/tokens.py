@@ -1,4 +1,4 @@
-"""Static admin tokens: a file that stores only a salted hash of each token, never the token.
+"""Static tokens (admin tokens, API keys): a file that stores only a salted hash of each token, never the token.
 
 One line per token: ``NAME sha256$SALT$DIGEST`` where DIGEST is ``sha256(SALT + token)`` in hex;
 ``#`` starts a comment. Tokens are 256 random bits, so a salted SHA-256 is enough: no one can
@@ -20,6 +20,9 @@ from roadkit.errors import ConfigurationError
 
 #: What a generated token starts with, so that logs and scanners can recognize one.
 PREFIX = "rkadm_"
+#: What a generated API key of the routing APIs starts with.
+API_KEY_PREFIX = "rkkey_"
+_NAME = re.compile(r"[A-Za-z0-9_.@-]+")
 _LINE = re.compile(r"^(?P<name>[A-Za-z0-9_.@-]+)\s+sha256\$(?P<salt>[0-9a-f]{32})\$(?P<digest>[0-9a-f]{64})$")
 
 
@@ -60,7 +63,8 @@ def read_tokens(path: Path) -> list[StoredToken]:
         match = _LINE.match(line)
         if match is None:
             problems.append(
-                f"{path}: line {number}: expected 'NAME sha256$SALT$DIGEST' (made by 'roadkit admin-token'), got something else"
+                f"{path}: line {number}: expected 'NAME sha256$SALT$DIGEST' (made by 'roadkit admin-token' or 'roadkit api-key'),"
+                " got something else"
             )
             continue
         tokens.append(StoredToken(match["name"], match["salt"], match["digest"]))
@@ -69,16 +73,27 @@ def read_tokens(path: Path) -> list[StoredToken]:
     return tokens
 
 
-def add_token(path: Path, name: str) -> str:
+def add_token(path: Path, name: str, *, prefix: str = PREFIX, what: str = "admin tokens") -> str:
     """A new token named ``name``: its hash is appended to ``path`` (created 0600); the token is returned once."""
-    if not re.fullmatch(r"[A-Za-z0-9_.@-]+", name):
+    if not _NAME.fullmatch(name):
         raise ConfigurationError([f"token name: expected letters, digits, '_', '.', '@' or '-', got {name!r}"])
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# roadkit admin tokens: only salted hashes are stored here.\n"
+    existing = path.read_text(encoding="utf-8") if path.exists() else f"# roadkit {what}: only salted hashes are stored here.\n"
     if path.exists():
         if any(t.name == name for t in read_tokens(path)):
             raise ConfigurationError([f"{path}: a token named {name!r} exists already (remove its line to replace it)"])
         if existing and not existing.endswith("\n"):
             existing += "\n"
-    token = PREFIX + secrets.token_urlsafe(32)
+    token = prefix + secrets.token_urlsafe(32)
     atomic_write(path, existing + f"{name} {hash_token(token)}\n", mode=0o600)  # never readable by others, not even for a moment
     return token
+
+
+def remove_token(path: Path, name: str) -> bool:
+    """Remove the token named ``name`` from ``path`` (its other lines kept as they are); False when there is none."""
+    read_tokens(path)  # a malformed file is reported, not rewritten
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if line.split(maxsplit=1)[:1] != [name] or line.lstrip().startswith("#")]
+    if len(kept) == len(lines):
+        return False
+    atomic_write(path, "".join(kept), mode=0o600)
+    return True

@@ -40,6 +40,7 @@ from roadkit.process.accept import ConnectionTable
 from roadkit.process.channel import Channel, ChannelClosed, ChannelError
 from roadkit.process.listen import ListeningSockets, Rebind
 from roadkit.serving.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns, describe_exit
+from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,8 @@ class WorkerProcess:
         table = self.table = self.owner.connection_table()
         self.slot = table.allocate() if table is not None else None
         shared = [table.fd] if table is not None and self.slot is not None else []
+        quotas = self.owner.quotas
+        quota_fds = [quotas.fd] if quotas is not None and quotas.fd is not None else []
         spec = {
             "service": self.owner.id,
             "worker": self.index,
@@ -134,6 +137,7 @@ class WorkerProcess:
             "log_file": str(self.owner.log_file) if self.owner.log_file else None,
             "graceful_timeout": managed.stop_timeout,
             **({"connections": {"fd": shared[0], "slot": self.slot}} if shared else {}),
+            **({"quotas": quota_fds[0]} if quota_fds else {}),
         }
         self.library = library = preload(managed.allocator)
         self._allocator = None
@@ -142,7 +146,7 @@ class WorkerProcess:
                 *self.owner.command,
                 orjson.dumps(spec).decode(),
                 stdin=asyncio.subprocess.DEVNULL,
-                pass_fds=[theirs.fileno(), *listeners.values(), *shared],
+                pass_fds=[theirs.fileno(), *listeners.values(), *shared, *quota_fds],
                 env=allocator.environment(library),
             )
         except BaseException:
@@ -315,6 +319,8 @@ class ChildProcessService:
         self.sockets = ListeningSockets()
         #: How many connections each worker holds, shared with them (they balance the listeners' connections).
         self.table: ConnectionTable | None = None
+        #: The quota counters of ``[access]``, shared with the workers (None without it).
+        self.quotas: QuotaTable | None = None
         self.starts = 0
         self.process_starts = 0
         self.last_exit: dict[str, Any] | None = None
@@ -369,6 +375,7 @@ class ChildProcessService:
         try:
             # Every configuration problem before any process starts; off the loop, the admin API keeps answering.
             config = await asyncio.to_thread(self._check)
+            self._share_quotas(config)
             rebind = self.sockets.update(config.listeners)
             new = await self._generation(range(self.worker_count), rebind.fds())
         except (RoadkitError, OSError, TimeoutError) as exc:
@@ -403,6 +410,15 @@ class ChildProcessService:
         for sock in stale:
             sock.close()
         return True
+
+    def _share_quotas(self, config: ServiceConfig) -> None:
+        """The quota table the next workers get: kept across restarts (the counts go on), new when its size changes."""
+        access = config.access
+        if self.quotas is not None and (access is None or self.quotas.size != access.tracked_clients):
+            self.quotas.close()  # the running workers keep their own mapping while they drain
+            self.quotas = None
+        if access is not None and self.quotas is None:
+            self.quotas = QuotaTable.create(access.tracked_clients)
 
     def _check(self) -> ServiceConfig:
         config = load_service(self.managed.configuration, cors=self.cors)
@@ -458,6 +474,9 @@ class ChildProcessService:
             if self.table is not None:
                 self.table.close()
                 self.table = None
+            if self.quotas is not None:
+                self.quotas.close()
+                self.quotas = None
             self.lifecycle = Lifecycle.STOPPED
         log.info("service %s stopped", self.id)
 
@@ -482,6 +501,9 @@ class ChildProcessService:
             log.warning("%s exited (%s) after its start failed", worker.name, how)
             return
         log.error("%s exited unexpectedly with %s", worker.name, how)
+        if self.quotas is not None and not self.quotas.closed:
+            # The requests it was serving will never end: count none in progress rather than lock their callers out.
+            self.quotas.forget_in_progress()
         if worker in self.workers and self.lifecycle in (Lifecycle.READY, Lifecycle.RESTARTING, Lifecycle.RECOVERING):
             if self.lifecycle is Lifecycle.READY:
                 self.lifecycle = Lifecycle.RECOVERING

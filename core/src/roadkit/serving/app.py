@@ -20,8 +20,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from roadkit.config.models import ServiceConfig
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
+from roadkit.serving.access import AccessControl, Checks
+from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
 from roadkit.web.api import QueryAnswer, QueryRoute, ScopeRoute, http_exception_handler, render_json, server_error_handler
+from roadkit.web.forwarded import parse_networks
 from roadkit.web.security import SecurityHeaders
 
 log = logging.getLogger(__name__)
@@ -58,12 +61,19 @@ def create_app(
     *,
     service_id: str = "main",
     manage_lifecycle: bool = True,
+    quotas: QuotaTable | None = None,
 ) -> Starlette:
     """A service's ASGI app. With ``manage_lifecycle`` its lifespan starts and stops the service.
 
-    Embedding applications use :mod:`roadkit.asgi`, which builds this app from a service file.
+    ``quotas``: the quota counters the service's workers share (``[access]``); the app makes its own
+    when none is given. Embedding applications use :mod:`roadkit.asgi`, which builds this app from a service file.
     """
     service = config if isinstance(config, Service) else Service(config, plugins or Plugins.create(), id=service_id)
+    access = service.config.access
+    checks = Checks(access) if access is not None else None
+    own_quotas = quotas is None and access is not None
+    if access is not None and quotas is None:
+        quotas = QuotaTable.create(access.tracked_clients)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -74,6 +84,10 @@ def create_app(
         finally:
             if manage_lifecycle:
                 await service.stop()
+            if checks is not None:
+                await checks.close()
+            if own_quotas and quotas is not None:
+                quotas.close()
 
     async def root(request: Request) -> Response:
         return PlainTextResponse(f"roadkit service {service.id}")
@@ -83,14 +97,21 @@ def create_app(
         middleware.append(Middleware(CORSMiddleware, **service.config.cors))
     middleware.append(Middleware(SecurityHeaders, hsts=any(listener.https for listener in service.config.listeners)))
     routes: list[BaseRoute] = [Route("/", root), *service_routes(service)]
+    if checks is not None and quotas is not None:
+        # Inside CORS (a preflight is answered before any key is asked for) and the security headers (a 401 has them too).
+        prefixes = tuple(route.path for route in routes if isinstance(route, Mount))
+        proxies = parse_networks(service.config.http.trusted_proxies)
+        middleware.append(Middleware(AccessControl, checks=checks, quotas=quotas, prefixes=prefixes, proxies=proxies))
     app = ServiceApp(
         routes,
         cors=bool(service.config.cors),
+        direct=access is None,
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
     app.state.service = service
+    app.state.trusted_proxies = parse_networks(service.config.http.trusted_proxies)  # whose X-Forwarded-* base_url believes
     return app
 
 
@@ -112,9 +133,11 @@ class ServiceApp(Starlette):
     embedding app's own route in front of an operation) are seen: the direct paths are found again.
     """
 
-    def __init__(self, routes: list[BaseRoute], *, cors: bool, **options: Any) -> None:
-        """``options``: Starlette's; ``cors``: the middleware has a CORS middleware (a request with ``Origin`` goes through it)."""
+    def __init__(self, routes: list[BaseRoute], *, cors: bool, direct: bool = True, **options: Any) -> None:
+        """``options``: Starlette's; ``cors``: the middleware has a CORS middleware (a request with ``Origin`` goes through it);
+        ``direct``: False when a middleware must see every request (access control), so none is answered directly."""
         super().__init__(routes=routes, **options)
+        self._answers_directly = direct
         self._direct = query_routes(routes)
         self._scoped = scope_routes(routes)
         self._routes = list(self.router.routes)  # those ``_direct`` and ``_scoped`` were found in
@@ -129,7 +152,8 @@ class ServiceApp(Starlette):
                 self._direct = query_routes(self._routes)
                 self._scoped = scope_routes(self._routes)
             if (
-                scope["method"] in _GET_HEAD
+                self._answers_directly
+                and scope["method"] in _GET_HEAD
                 and not scope.get("root_path")
                 and len(self.user_middleware) == self._middleware
                 and not (self._cors and any(name == b"origin" for name, _ in scope["headers"]))
@@ -141,6 +165,8 @@ class ServiceApp(Starlette):
                         status, content = await answer(scope["query_string"])
                         body = render_json(content)
                         headers = [(b"content-length", str(len(body)).encode("latin-1")), (b"content-type", b"application/json"), *added]
+                        if status == 503:  # as web.api.error_response answers it
+                            headers.append((b"retry-after", b"1"))
                         await send({"type": "http.response.start", "status": status, "headers": headers})
                         await send({"type": "http.response.body", "body": body})
                         return

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from roadkit.routing.operations import DESCRIPTIONS, OPERATIONS, ParameterSpec
 from roadkit.routing.resources import capabilities_of
+from roadkit.web.access import capabilities_security
 
 if TYPE_CHECKING:
     from roadkit.web.view import ServiceView
@@ -63,6 +64,9 @@ def build_capabilities(service: ServiceView, names: dict[str, str]) -> dict[str,
         ],
         "resources": [capabilities_of(resource) for resource in service.resources.values()],
     }
+    security = capabilities_security(service.config.access)
+    if security is not None:
+        capabilities["security"] = security
     service.extend_capabilities(capabilities)
     return capabilities
 
