@@ -1,7 +1,8 @@
-"""Who may use the admin API: loopback-only writes without authentication, IAM JWTs with a role, static tokens."""
+"""Who may use the admin API: its own host names and origins, loopback-only writes without authentication, IAM JWTs, static tokens."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -12,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import pytest
 from joserfc import jwt
@@ -20,17 +22,22 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.testclient import TestClient
 
 from roadkit.apis.admin import create_admin_app
+from roadkit.auth.oidc import IamUnavailable, OidcProvider
 from roadkit.auth.tokens import add_token
 from roadkit.cli import main as roadkit_main
-from roadkit.config import load_server
+from roadkit.config import load_server, load_service
+from roadkit.config.models import JwtAuth
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
 from roadkit.process.administrator import Administrator
 from roadkit.server import administrator
+from roadkit.serving.app import create_app
+from roadkit.testing import straight_plugins, write_service
 from roadkit_support.serving import ServerThread, bound_socket
-from tests.core.conftest import make_service, write
+from tests.core.conftest import free_port, make_service, write
 from tests.core.test_publication import SOURCE_A
 
 OUTSIDE = ("192.0.2.7", 40000)  # a client that is not on this machine
@@ -82,14 +89,17 @@ def iam() -> Iterator[Iam]:
     running.thread.stop()
 
 
-def server(root: Path, auth: str = "", host: str = "127.0.0.1") -> Path:
+def server(root: Path, auth: str = "", host: str = "127.0.0.1", admin: str = "", port: int = 1) -> Path:
+    """A server file; ``admin``: keys of ``[administrator]``, ``auth``: tables after its listener."""
     make_service(root, port=1)
     return write(
         root / "server.toml",
         f"""
+[administrator]
+{admin}
 [administrator.listener]
 host = "{host}"
-port = 1
+port = {port}
 {auth}
 [[services]]
 id = "main"
@@ -101,22 +111,24 @@ mode = "same-process"
 
 @pytest.fixture
 async def make_client(tmp_path: Path, plugins: Plugins) -> AsyncIterator[Any]:
-    """``make_client(auth_toml, client_address)``: an httpx client of the admin app (nothing started)."""
+    """``make_client(auth_toml, client_address, ...)``: an httpx client of the admin app (nothing started)."""
     admins: list[Administrator] = []
     clients: list[httpx.AsyncClient] = []
 
-    def make(auth: str = "", client: tuple[str, int] = OUTSIDE) -> httpx.AsyncClient:
-        admin = administrator(load_server(server(tmp_path, auth)), plugins)
-        admins.append(admin)
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(create_admin_app(admin), client=client), base_url="http://admin/admin/1.0.0")
+    def make(
+        auth: str = "", client: tuple[str, int] = OUTSIDE, *, admin: str = "", host: str = "127.0.0.1", url: str = "http://127.0.0.1:8079"
+    ) -> httpx.AsyncClient:
+        running = administrator(load_server(server(tmp_path, auth, host=host, admin=admin)), plugins)
+        admins.append(running)
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(create_admin_app(running), client=client), base_url=f"{url}/admin/1.0.0")
         clients.append(http)
         return http
 
     yield make
     for http in clients:
         await http.aclose()
-    for admin in admins:
-        await admin.authenticator.close()
+    for running in admins:
+        await running.authenticator.close()
 
 
 def jwt_auth(iam: Iam, extra: str = "") -> str:
@@ -347,3 +359,239 @@ def test_a_malformed_tokens_file_is_a_clear_error(tmp_path: Path, plugins: Plugi
     with pytest.raises(ConfigurationError) as missing:
         load_server(server(tmp_path, '[administrator.auth]\ntokens_file = "nowhere"\n'))
     assert "administrator.auth.tokens_file: expected a file of token hashes" in missing.value.message
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+async def test_a_request_for_another_host_is_misdirected_and_changes_nothing(make_client: Any, tmp_path: Path) -> None:
+    local = make_client(client=LOCAL)
+    before = (tmp_path / "server.toml").read_text()
+    # A page on evil.example whose DNS name now points at 127.0.0.1: same origin as the admin port, to the browser.
+    rebound = {"host": "evil.example:8079"}
+    for method, path in (
+        ("DELETE", "/services/main"),
+        ("GET", "/services/main/restart"),
+        ("GET", "/services/main"),
+        ("GET", "/openapi.json"),
+    ):
+        refused = await local.request(method, path, headers=rebound)
+        assert refused.status_code == 421, (method, path, refused.text)
+        assert refused.json()["error"]["errorType"] == "misdirected_request"
+        assert "evil.example:8079" in refused.json()["error"]["message"]
+    assert (tmp_path / "server.toml").read_text() == before
+    assert (await local.get("/services/main")).status_code == 200  # still there
+    for host in ("localhost:8079", "LOCALHOST:1", "127.0.0.1", "[::1]:8079", "localhost.:8079"):
+        assert (await local.delete("/services/nope", headers={"host": host})).status_code == 404, host  # past the check
+    for host in ("127.0.0.1.evil.example", "localhost:8079@evil.example", "::1", "[::1", "localhost:99999", "", "a b"):
+        assert (await local.delete("/services/nope", headers={"host": host})).status_code == 421, host
+
+
+async def test_allowed_hosts_and_the_listeners_own_name_are_answered(make_client: Any, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("")
+    client = make_client(
+        f'[administrator.auth]\ntokens_file = "{tokens}"\nprotect_reads = false\n',
+        admin='allowed_hosts = ["admin.example", "console.example:9000"]',
+        host="roadkit-admin.internal",
+    )
+    for host in ("admin.example", "admin.example:8079", "console.example:9000", "roadkit-admin.internal:8079", "localhost:8079"):
+        assert (await client.get("/services", headers={"host": host})).status_code == 200, host
+    for host in ("console.example", "console.example:9001", "evil.example"):
+        assert (await client.get("/services", headers={"host": host})).status_code == 421, host
+    with pytest.raises(ConfigurationError) as refused:
+        load_server(
+            server(
+                tmp_path, admin='allowed_hosts = ["http://admin.example"]\nallowed_origins = ["admin.example"]\ntrusted_proxies = ["proxy"]'
+            )
+        )
+    message = refused.value.message
+    assert "administrator.allowed_hosts[0]: expected a host name or address, optionally with ':port', got 'http://admin.example'" in message
+    assert "administrator.allowed_origins[0]: expected an origin such as 'https://console.example', got 'admin.example'" in message
+    assert "administrator.trusted_proxies[0]: expected an IP address or a network such as '10.0.0.0/8', got 'proxy'" in message
+
+
+async def test_cross_site_requests_are_refused(make_client: Any, tmp_path: Path) -> None:
+    local = make_client(client=LOCAL)
+    before = (tmp_path / "server.toml").read_text()
+    refused_cases: dict[str, dict[str, str]] = {
+        "rebinding with its own Host": {"origin": "http://evil.example:8079"},
+        "another port of this machine": {"origin": "http://127.0.0.1:3000"},
+        "https instead of http": {"origin": "https://127.0.0.1:8079"},
+        "a sandboxed page": {"origin": "null"},
+        "cross-site": {"sec-fetch-site": "cross-site"},
+        "same-site": {"sec-fetch-site": "same-site", "origin": "http://localhost:3000"},
+        "an older browser's <img>": {"referer": "https://evil.example/page.html"},
+    }
+    for name, headers in refused_cases.items():
+        for method, path in (("DELETE", "/services/main"), ("GET", "/services/main/restart")):
+            refused = await local.request(method, path, headers=headers)
+            assert refused.status_code == 403, (name, method, refused.text)
+            assert refused.json()["error"]["errorType"] == "cross_site_request", name
+    assert (await local.get("/services", headers={"origin": "http://evil.example"})).status_code == 403  # reads too
+    assert (tmp_path / "server.toml").read_text() == before
+    for headers in (
+        {"origin": "http://127.0.0.1:8079", "sec-fetch-site": "same-origin"},  # the Swagger UI on the admin origin
+        {"sec-fetch-site": "none"},  # typed in the address bar
+        {"referer": "http://127.0.0.1:8079/admin/1.0.0/openapi"},
+        {},  # curl, scripts
+    ):
+        assert (await local.delete("/services/nope", headers=headers)).status_code == 404, headers
+    console = make_client(client=LOCAL, admin='allowed_origins = ["https://console.example"]')
+    allowed = {"origin": "https://console.example", "sec-fetch-site": "cross-site"}
+    assert (await console.delete("/services/nope", headers=allowed)).status_code == 404
+    assert (await console.delete("/services/nope", headers={"origin": "https://console.example:8443"})).status_code == 403
+
+
+async def test_a_cross_site_restart_does_not_restart_the_service(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    make_service(tmp_path, port=service_port)
+    path = server(tmp_path, port=admin_port)
+    (tmp_path / "service.toml").write_text((tmp_path / "service.toml").read_text().replace("port = 1", f"port = {service_port}"))
+    running = administrator(load_server(path), plugins)
+    await running.start()
+    url = f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main/restart"
+    try:
+        starts = running.handle("main").describe()["starts"]
+        async with httpx.AsyncClient(timeout=30) as client:
+            # What a browser sends for <img src=".../restart"> on another site, and for a rebound DNS name.
+            img = await client.get(url, headers={"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image"})
+            assert img.status_code == 403, img.text
+            rebound = await client.get(url, headers={"host": f"evil.example:{admin_port}"})
+            assert rebound.status_code == 421, rebound.text
+            assert running.handle("main").describe()["starts"] == starts
+            done = await client.get(url, headers={"sec-fetch-site": "same-origin"})
+            assert done.status_code == 200, done.text
+        assert running.handle("main").describe()["starts"] == starts + 1
+    finally:
+        await running.stop()
+
+
+async def test_forwarding_headers_count_only_from_a_trusted_proxy(make_client: Any) -> None:
+    forwarded = {"x-forwarded-host": "admin.example", "x-forwarded-proto": "https"}
+    proxied = {"host": "127.0.0.1:8079", **forwarded}
+    untrusted = make_client(admin='allowed_hosts = ["admin.example"]')
+    index = (await untrusted.get("/", headers=proxied)).json()
+    assert index["links"][0]["href"] == "http://127.0.0.1:8079/admin/1.0.0/openapi.json"
+    assert 'href="http://127.0.0.1:8079/admin/1.0.0/openapi.json"' in (await untrusted.get("/openapi", headers=proxied)).text
+    assert (await untrusted.get("/openapi.json", headers=proxied)).json()["servers"][0]["url"].startswith("http://127.0.0.1:8079/")
+    # From a trusted proxy, the client's URL; a name the listener does not answer to is misdirected as a Host would be.
+    trusted = make_client(admin='allowed_hosts = ["admin.example"]\ntrusted_proxies = ["192.0.2.0/24"]')
+    index = (await trusted.get("/", headers=proxied)).json()
+    assert index["links"][0]["href"] == "https://admin.example/admin/1.0.0/openapi.json"
+    assert 'href="https://admin.example/admin/1.0.0/openapi.json"' in (await trusted.get("/openapi", headers=proxied)).text
+    rfc7239 = (await trusted.get("/", headers={"forwarded": 'for=203.0.113.9;proto=https;host="admin.example:8443"'})).json()
+    assert rfc7239["links"][0]["href"] == "https://admin.example:8443/admin/1.0.0/openapi.json"
+    assert (await trusted.get("/", headers={"x-forwarded-host": "evil.example"})).status_code == 421
+    markup = (await trusted.get("/openapi", headers={"x-forwarded-host": '"><script>alert(1)</script>'})).text
+    assert "<script>alert" not in markup and 'href="http://127.0.0.1:8079/admin/1.0.0/openapi.json"' in markup
+    # The page's own origin is the one the proxy names...
+    other = await trusted.delete("/services/nope", headers={**forwarded, "origin": "https://evil.example"})
+    assert other.json()["error"]["errorType"] == "cross_site_request"
+    # ...past that check, a trusted proxy still forwards someone else: never local for writes without authentication.
+    for headers in ({**forwarded, "origin": "https://admin.example"}, {"x-forwarded-for": "127.0.0.1"}):
+        refused = await trusted.delete("/services/nope", headers=headers)
+        assert refused.status_code == 403 and "not through a proxy" in refused.json()["error"]["message"], headers
+
+
+def test_a_services_forwarded_urls_come_only_from_its_trusted_proxies(tmp_path: Path) -> None:
+    headers = {"host": "127.0.0.1:8080", "x-forwarded-host": "maps.example", "x-forwarded-proto": "https"}
+    service = write_service(tmp_path)
+    text = service.read_text()
+    for proxies, client, expected in (
+        ("", ("10.1.2.3", 5000), "http://127.0.0.1:8080"),  # none trusted: the default
+        ('["10.0.0.0/8"]', ("192.0.2.7", 5000), "http://127.0.0.1:8080"),  # a client that is not the proxy
+        ('["10.0.0.0/8"]', ("10.1.2.3", 5000), "https://maps.example"),
+    ):
+        service.write_text(text + (f"\n[http]\ntrusted_proxies = {proxies}\n" if proxies else ""))
+        with TestClient(create_app(load_service(service), straight_plugins(entry_points=False)), client=client) as http:
+            capabilities = http.get("/simple/1.0.0/getcapabilities", headers=headers).json()
+            assert capabilities["info"]["url"] == f"{expected}/simple/1.0.0/", (proxies, client)
+            assert {op["url"].split("/simple/")[0] for op in capabilities["operations"]} == {expected}
+            assert f'href="{expected}/simple/1.0.0/openapi.json"' in http.get("/simple/1.0.0/openapi", headers=headers).text
+    service.write_text(text + '\n[http]\ntrusted_proxies = ["10.0.0.300"]\n')
+    with pytest.raises(ConfigurationError) as refused:
+        load_service(service)
+    assert "http.trusted_proxies[0]: expected an IP address or a network such as '10.0.0.0/8', got '10.0.0.300'" in refused.value.message
+
+
+async def test_reads_need_a_token_when_the_admin_listener_is_not_on_loopback(make_client: Any, tmp_path: Path) -> None:
+    tokens = tmp_path / "admin-tokens"
+    token = add_token(tokens, "ops")
+    auth = f'[administrator.auth]\ntokens_file = "{tokens}"\n'
+    reachable = make_client(auth, host="0.0.0.0")
+    for path in ("/health", "/services", "/services/main", "/configuration", "/plugins", "/version", "/services/main/resources"):
+        assert (await reachable.get(path)).status_code == 401, path
+    assert (await reachable.get("/services", headers=bearer(token))).status_code == 200
+    assert (await reachable.get("/openapi.json")).status_code == 200  # the API's description stays readable
+    assert (await make_client(auth).get("/services")).status_code == 200  # on loopback, reads stay open by default
+    opened = make_client(auth + "protect_reads = false\n", host="0.0.0.0")  # the administrator's explicit choice
+    assert (await opened.get("/services")).status_code == 200
+
+
+async def test_admin_tokens_must_be_meant_for_the_admin_api(make_client: Any, iam: Iam, tmp_path: Path) -> None:
+    without = f'[administrator.auth.jwt]\nissuer = "{iam.issuer}"\nrole = "roadkit-admin"\n'
+    with pytest.raises(ConfigurationError) as refused:
+        load_server(server(tmp_path, without))
+    assert "administrator.auth.jwt.audiences: expected the client ids of the admin API" in refused.value.message
+    client = make_client(jwt_auth(iam))
+    assert (await client.delete("/services/nope", headers=bearer(iam.token()))).status_code == 404  # aud = roadkit-admin
+    assert (await client.delete("/services/nope", headers=bearer(iam.token(aud=None, azp="roadkit-admin")))).status_code == 404
+    # The browser app's token of an admin user: issued to another client, for the account service.
+    app_token = iam.token(aud="account", azp="roadkit-app")
+    refused_app = await client.delete("/services/nope", headers=bearer(app_token))
+    assert refused_app.status_code == 401 and "Invalid token audience" in refused_app.json()["error"]["message"]
+    no_audience = await client.delete("/services/nope", headers=bearer(iam.token(aud=None)))
+    assert no_audience.status_code == 401
+
+
+class BlackHole:
+    """An IAM that accepts connections and never answers (a hung server, a firewall that drops)."""
+
+    def __init__(self) -> None:
+        self.sock = bound_socket()
+        self.sock.listen(64)
+        self.issuer = f"http://127.0.0.1:{self.sock.getsockname()[1]}/realms/test"
+
+
+async def test_an_iam_outage_costs_one_short_wait_then_requests_fail_fast(make_client: Any) -> None:
+    hole = BlackHole()
+    try:
+        client = make_client(
+            f'[administrator.auth.jwt]\nissuer = "{hole.issuer}"\nrole = "roadkit-admin"\naudiences = ["roadkit-admin"]\ntimeout = 1.0\n'
+        )
+        token = _unsigned({"alg": "ES256", "kid": "k1"}, {"sub": "x"}, b"sig")
+
+        async def timed() -> tuple[int, float]:
+            started = time.monotonic()
+            response = await client.delete("/services/nope", headers=bearer(token))
+            assert response.json()["error"]["errorType"] == "iam_unavailable"
+            return response.status_code, time.monotonic() - started
+
+        # Ten requests at once share the one look-up: each waits the time-out once, not ten times in a row.
+        started = time.monotonic()
+        first = await asyncio.gather(*(timed() for _ in range(10)))
+        together = time.monotonic() - started
+        assert {status for status, _ in first} == {503}
+        assert 0.9 < together < 2.0, together
+        later = [await timed() for _ in range(20)]
+        assert {status for status, _ in later} == {503}
+        slowest = max(elapsed for _, elapsed in later)
+        assert slowest < 0.1, slowest  # remembered: no new wait on the IAM
+        print(f"IAM down: 10 concurrent requests {together:.2f} s in all; the next 20 at most {slowest * 1000:.1f} ms each")
+    finally:
+        hole.sock.close()
+
+
+async def test_a_failed_iam_look_up_is_tried_again_after_a_short_while(iam: Iam) -> None:
+    async with aiohttp.ClientSession() as session:
+        # The realm is missing at first (an IAM being redeployed), then back.
+        provider = OidcProvider(JwtAuth(issuer=iam.issuer + "-gone", role="r", audiences=("a",)), session, failure_memory=0.3)
+        with pytest.raises(IamUnavailable, match="HTTP 404"):
+            await provider.decode(iam.token())
+        provider.settings = JwtAuth(issuer=iam.issuer, role="r", audiences=("a",))
+        with pytest.raises(IamUnavailable, match=r"HTTP 404.*not tried again yet"):
+            await provider.decode(iam.token())
+        await asyncio.sleep(0.35)
+        assert (await provider.decode(iam.token()))["sub"] == "alice"  # asked again, and it answers

@@ -247,7 +247,7 @@ async def test_the_admin_api_closes_a_connection_its_client_closes(tmp_path: Pat
     try:
         clients = [await asyncio.open_connection("127.0.0.1", admin_port) for _ in range(4)]
         for reader, writer in clients:
-            writer.write(b"GET /admin/1.0.0/version HTTP/1.1\r\nHost: test\r\n\r\n")
+            writer.write(b"GET /admin/1.0.0/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
         assert _server_side(admin_port) == ["ESTABLISHED"] * 4
         for _, writer in clients:

@@ -1,11 +1,13 @@
 """Who may use the admin API: loopback clients only when no authentication is configured, else bearer tokens.
 
+Before any of this, the listener answers only to its own host names and to no page of another site
+(:mod:`roadkit.auth.sites`: 421 and 403, whatever the path).
 Writes (POST, PUT, PATCH, DELETE, and Road2's ``GET .../restart``) always need a right: a loopback
 client when ``[administrator.auth]`` is absent, a valid token carrying the configured role when it
 is present. Source documents (``GET .../sources[/{id}]``) can hold credentials: reading them needs
-the same right. Other reads need a token only with ``protect_reads``; the OpenAPI document and its
-viewer stay open. A missing, wrong, expired or tampered token is a 401 with ``WWW-Authenticate``; a valid token
-without the role a 403.
+the same right. Other reads need a token with ``protect_reads``, which is on unless the admin listener
+is on loopback; the OpenAPI document and its viewer stay open. A missing, wrong, expired or tampered
+token is a 401 with ``WWW-Authenticate``; a valid token without the role a 403.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from roadkit.auth.oidc import IamUnavailable, InvalidToken, OidcProvider, audiences_of
+from roadkit.auth.sites import SitePolicy
 from roadkit.auth.tokens import StoredToken, read_tokens
-from roadkit.config.models import AdminAuth, JwtAuth
+from roadkit.config.models import AccessJwt, AdminAuth, AdministratorConfig, JwtAuth
 from roadkit.errors import Forbidden, RoadkitError, Unauthorized
 from roadkit.web.api import JSONResponse
 
@@ -101,9 +104,11 @@ def _claim(claims: dict[str, Any], dotted: str) -> Any:
 class Authenticator:
     """Checks a request's right to use the admin API; owns the IAM client when JWTs are configured."""
 
-    def __init__(self, auth: AdminAuth | None, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, auth: AdminAuth | None, now: Callable[[], float] = time.time, *, sites: SitePolicy | None = None) -> None:
         self.auth = auth
         self.now = now
+        #: The host names and origins the listener answers to (default: loopback names only).
+        self.sites = sites if sites is not None else SitePolicy.for_admin(AdministratorConfig())
         self.tokens: list[StoredToken] = read_tokens(auth.tokens_file) if auth is not None and auth.tokens_file is not None else []
         self._session: aiohttp.ClientSession | None = None
         self._provider: OidcProvider | None = None
@@ -135,7 +140,7 @@ class Authenticator:
                 )
             return None
         assert self.auth is not None
-        if not write and not self.auth.protect_reads:
+        if not write and self.auth.protect_reads is False:  # None (not resolved by the loader) protects them
             return None
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
@@ -150,21 +155,33 @@ class Authenticator:
         return await self._check_jwt(self.auth.jwt, token)
 
     async def _check_jwt(self, jwt: JwtAuth, token: str) -> str:
-        provider = self._oidc(jwt)
-        try:
-            claims = await provider.decode(token)
-            provider.check_access_claims(claims)
-            if jwt.audiences and not audiences_of(claims) & set(jwt.audiences):
-                raise InvalidToken("Invalid token audience")
-        except InvalidToken as exc:
-            raise Unauthorized(str(exc)) from None
-        except IamUnavailable as exc:
-            log.warning("admin API: the IAM can't be reached to check a token: %s", exc)
-            raise RoadkitError("The IAM that checks admin tokens can't be reached", code="iam_unavailable", status=503) from None
+        if not jwt.audiences:  # the loader requires them: a token of any client of the realm is not an admin token
+            raise Unauthorized("Invalid token audience")
+        claims = await check_jwt(self._oidc(jwt), jwt, token, "admin API")
+        return f"jwt:{claims.get('sub', '?')}"
+
+
+async def check_jwt(provider: OidcProvider, jwt: JwtAuth | AccessJwt, token: str, who: str) -> dict[str, Any]:
+    """The claims of a valid access token carrying ``jwt.role`` (if any); Unauthorized, Forbidden or a 503 otherwise.
+
+    ``who``: what checks the token, for the log and the 503's message.
+    """
+    try:
+        claims = await provider.decode(token)
+        provider.check_access_claims(claims)
+        # ``azp`` is the client the token was issued to (Keycloak often leaves it out of ``aud``).
+        if jwt.audiences and not audiences_of(claims) & set(jwt.audiences) and claims.get("azp") not in jwt.audiences:
+            raise InvalidToken("Invalid token audience")
+    except InvalidToken as exc:
+        raise Unauthorized(str(exc)) from None
+    except IamUnavailable as exc:
+        log.warning("%s: the IAM can't be reached to check a token: %s", who, exc)
+        raise RoadkitError(f"The IAM that checks the tokens of the {who} can't be reached", code="iam_unavailable", status=503) from None
+    if jwt.role:
         roles = _claim(claims, jwt.roles_claim)
         if not isinstance(roles, list) or jwt.role not in roles:
             raise Forbidden(f"The token does not carry the role {jwt.role!r}")
-        return f"jwt:{claims.get('sub', '?')}"
+    return claims
 
 
 class AdminAuthMiddleware:
@@ -182,10 +199,19 @@ class AdminAuthMiddleware:
         return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.open_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._open(scope["path"]):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         request = Request(scope)
+        try:
+            self.authenticator.sites.check(request, write=is_write(request.method, scope["path"]))
+        except RoadkitError as exc:
+            log.debug("admin API: %s %s refused: %s", request.method, scope["path"][:200], exc.message)
+            await JSONResponse(exc.body(), status_code=exc.status)(scope, receive, send)
+            return
+        if self._open(scope["path"]):
+            await self.app(scope, receive, send)
+            return
         try:
             who = await self.authenticator.check(request)
         except RoadkitError as exc:

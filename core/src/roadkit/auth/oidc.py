@@ -21,6 +21,10 @@ from joserfc.errors import JoseError
 log = logging.getLogger("roadkit.auth.oidc")
 
 ALLOWED_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256")
+#: Seconds a failed discovery or JWKS fetch is remembered: meanwhile requests fail at once, not each after a time-out.
+FAILURE_MEMORY = 10.0
+#: Seconds to open a connection to the IAM (an IAM that does not answer costs at most this, or ``timeout``).
+CONNECT_TIMEOUT = 2.0
 
 
 class InvalidToken(Exception):
@@ -59,14 +63,25 @@ def audiences_of(claims: Mapping[str, Any]) -> set[str]:
 class OidcProvider:
     """Discovery document and signing keys of one realm, fetched over HTTP with aiohttp."""
 
-    def __init__(self, settings: IamSettings, session: aiohttp.ClientSession, now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: IamSettings,
+        session: aiohttp.ClientSession,
+        now: Callable[[], float] = time.time,
+        *,
+        failure_memory: float = FAILURE_MEMORY,
+    ) -> None:
         self.settings = settings
         self.session = session
         self.now = now
+        self.failure_memory = failure_memory
         self._metadata: dict[str, Any] | None = None
         self._keys: jwk.KeySet | None = None
         self._keys_fetched_at = float("-inf")
         self._lock = asyncio.Lock()
+        self._metadata_lock = asyncio.Lock()
+        #: The last failed fetch: until when it is remembered (monotonic) and why it failed.
+        self._failed: tuple[float, str] | None = None
 
     @property
     def issuer(self) -> str:
@@ -74,8 +89,26 @@ class OidcProvider:
         return self.settings.issuer
 
     async def _get_json(self, url: str) -> dict[str, Any]:
+        """A JSON object from the IAM; a failure is remembered ``failure_memory`` seconds, failing every fetch meanwhile."""
+        if self._failed is not None:
+            until, reason = self._failed
+            if time.monotonic() < until:
+                raise IamUnavailable(f"{reason} (less than {self.failure_memory:g} s ago; not tried again yet)")
+            self._failed = None
         try:
-            async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=self.settings.timeout)) as response:
+            return await self._fetch_json(url)
+        except IamUnavailable as exc:
+            raise self._failure(str(exc)) from None
+
+    def _failure(self, reason: str) -> IamUnavailable:
+        """The error of a failed look-up, remembered ``failure_memory`` seconds."""
+        self._failed = (time.monotonic() + self.failure_memory, reason)
+        return IamUnavailable(reason)
+
+    async def _fetch_json(self, url: str) -> dict[str, Any]:
+        timeout = aiohttp.ClientTimeout(total=self.settings.timeout, connect=min(CONNECT_TIMEOUT, self.settings.timeout))
+        try:
+            async with self.session.get(url, timeout=timeout) as response:
                 if response.status != 200:
                     raise IamUnavailable(f"GET {url}: HTTP {response.status}")
                 data = await response.json(content_type=None)
@@ -88,10 +121,12 @@ class OidcProvider:
     async def metadata(self) -> dict[str, Any]:
         """The discovery document (fetched once, then cached); its issuer must be the configured one."""
         if self._metadata is None:
-            data = await self._get_json(f"{self.issuer}/.well-known/openid-configuration")
-            if data.get("issuer") != self.issuer:
-                raise IamUnavailable(f"discovery issuer {data.get('issuer')!r} is not {self.issuer!r}")
-            self._metadata = data
+            async with self._metadata_lock:  # one fetch at a time: requests that arrive meanwhile wait for its outcome
+                if self._metadata is None:
+                    data = await self._get_json(f"{self.issuer}/.well-known/openid-configuration")
+                    if data.get("issuer") != self.issuer:
+                        raise self._failure(f"discovery issuer {data.get('issuer')!r} is not {self.issuer!r}")
+                    self._metadata = data
         return self._metadata
 
     async def endpoint(self, name: str) -> str:
@@ -110,7 +145,7 @@ class OidcProvider:
             try:
                 self._keys = jwk.KeySet.import_key_set(data)  # type: ignore[arg-type]
             except (JoseError, ValueError, TypeError, KeyError):
-                raise IamUnavailable("the JWKS document is not a valid key set") from None
+                raise self._failure("the JWKS document is not a valid key set") from None
             self._keys_fetched_at = time.monotonic()
             log.debug("JWKS refreshed: %d keys", len(self._keys.keys))
 

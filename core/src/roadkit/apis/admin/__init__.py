@@ -15,6 +15,7 @@ from roadkit.apis.admin.backend import AdminBackend
 from roadkit.apis.admin.publication import publication_routes
 from roadkit.apis.admin.services import management_routes
 from roadkit.auth.admin import AdminAuthMiddleware
+from roadkit.config.secrets import redact
 from roadkit.errors import ParameterInvalid
 from roadkit.web.api import JSONResponse, base_url, error_response, fallback_route, http_exception_handler, server_error_handler
 from roadkit.web.docs import docs_routes
@@ -62,20 +63,20 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
 
     async def health(request: Request) -> Response:
         body = await admin.health()
-        return JSONResponse(body, status_code=200 if body["state"] == "green" else 503)
+        return JSONResponse(redact(body), status_code=200 if body["state"] == "green" else 503)
 
     async def configuration(request: Request) -> Response:
-        return JSONResponse(admin.configuration())
+        return JSONResponse(redact(admin.configuration()))
 
     async def services(request: Request) -> Response:
-        return JSONResponse(admin.services())
+        return JSONResponse(redact(admin.services()))
 
     async def service(request: Request) -> Response:
-        return JSONResponse(admin.describe(service_id(request)))
+        return JSONResponse(redact(admin.describe(service_id(request))))
 
     async def restart(request: Request) -> Response:
         # Road2's verb is GET. Calls made during a start or restart are merged into one next restart.
-        return JSONResponse(await admin.restart(service_id(request)))
+        return JSONResponse(redact(await admin.restart(service_id(request))))
 
     async def projection(request: Request) -> Response:
         sid = service_id(request)
@@ -113,6 +114,7 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
         routes=[Route("/", root), Mount(PREFIX, routes=routes)],
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
     )
+    app.state.trusted_proxies = admin.authenticator.sites.proxies  # whose X-Forwarded-* base_url believes
     app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi", f"{PREFIX}/openapi.json"))
     app.add_middleware(SecurityHeaders)
     return app

@@ -242,6 +242,12 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
     }
     for path, operations in write_paths().items():
         document["paths"].setdefault(path, {}).update(operations)
-    document["components"]["schemas"].update(write_schemas(*_installed(plugins)))
+    for operations in document["paths"].values():  # roadkit.auth.sites: before anything else, on every path
+        for operation in operations.values():
+            operation["responses"].setdefault("421", {"description": "The Host is not one of the admin listener's names", **_ERROR})
+            operation["responses"].setdefault("403", {"description": "A cross-site request, or one without the right", **_ERROR})
+    installed = plugins or Plugins.create()
+    projections = {kind: cls.projections for kind, cls in installed.source_kinds().items() if cls.projections is not None}
+    document["components"]["schemas"].update(write_schemas(*_installed(installed), projections))
     document["components"]["securitySchemes"] = SECURITY_SCHEMES
     return document
