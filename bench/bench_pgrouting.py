@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,11 @@ def monaco_graph(dsn: str, bindir: Path) -> None:
 
     dump = cache_root() / f"pgrouting-monaco-{import_key()}.dump"
     if dump.exists():
-        subprocess.run([str(bindir / "pg_restore"), "--no-owner", "-d", dsn, str(dump)], check=True)
+        # The password through the environment: a command line is readable by every user of the machine.
+        url = urllib.parse.urlsplit(dsn)
+        bare = url._replace(netloc=url.netloc.replace(f":{url.password}@", "@")).geturl()
+        env = os.environ | {"PGPASSWORD": urllib.parse.unquote(url.password or "")}
+        subprocess.run([str(bindir / "pg_restore"), "--no-owner", "-d", bare, str(dump)], check=True, env=env)
     else:
         import_osm(EXAMPLE / "monaco.osm.pbf", DatabaseFile(dsn=dsn), "monaco")
 

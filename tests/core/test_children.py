@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 
@@ -314,10 +315,12 @@ async def _all_closed(client: httpx.AsyncClient, example: Example) -> bool:
 
 
 async def test_a_start_that_hangs_fails_at_its_startup_timeout(tmp_path: Path, osrm_example: Path) -> None:
-    example = Example(tmp_path / "monaco", osrm_example, startup_timeout=0.3)
+    example = Example(tmp_path / "monaco", osrm_example)
     admin = example.administrator()
     handle = admin.handle("main")
     assert isinstance(handle, ChildProcessService)
+    # Below the 10 s a file may set (roadkit.config.loader.STARTUP_TIMEOUT): the time-out itself is under test.
+    handle.managed = attrs.evolve(handle.managed, startup_timeout=0.3)
     handle.command = [sys.executable, "-c", "import time; time.sleep(60)"]
     started = time.monotonic()
     await admin.start()

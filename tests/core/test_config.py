@@ -78,7 +78,7 @@ def test_source_files_are_read_in_toml_and_road2_json(tmp_path: Path) -> None:
         ('type = "osrm"', "id: required key is missing"),
         ('id = "x"\ntype = "osrm"\nbbox = "1,2,3"', "bbox: expected 'xmin,ymin,xmax,ymax'"),
         ('id = "x"\ntype = "osrm"\nbbox = "3,2,1,4"', "bbox: expected xmin < xmax"),
-        ('id = "x"\ntype = "osrm"\ntimeout = -1', "timeout: expected a positive number"),
+        ('id = "x"\ntype = "osrm"\ntimeout = -1', "timeout: expected a number of seconds from 0.001 to 3600, got -1"),
         ('id = "x"\ntype = [', "invalid TOML"),
         ('{"id": "x",', "invalid JSON"),
     ],
@@ -211,7 +211,7 @@ max = 1
         f'{too_many}: services[0].workers: expected a positive integer or "auto", at most {most} (4 per usable core), got {most + 1}'
     ]
     assert f'{bad}: services[2].workers: several workers need mode = "child-process" (got mode = "same-process")' in problems
-    assert f"{bad}: services[2].startup_timeout: expected a positive number of seconds, got 0.0" in problems
+    assert f"{bad}: services[2].startup_timeout: expected a number of seconds from 10 to 86400, got 0.0" in problems
     assert any(p.startswith(f"{bad}: services[2].backoff: expected 0 < initial <= max") for p in problems)
 
 

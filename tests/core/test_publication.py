@@ -18,6 +18,7 @@ from roadkit.process.administrator import Administrator
 from roadkit.routing.source import Source
 from roadkit.server import administrator
 from roadkit.serving.documents import is_safe_id
+from roadkit.testing.services import plugins_for_tests
 from tests.core.conftest import StraightLineSource, TestPlugin, free_port, make_service, write
 
 SOURCE_A = {"id": "a", "type": "straightline", "profiles": ["car"]}
@@ -456,3 +457,108 @@ async def test_publication_the_service_folders_do_not_allow_is_a_409(running: Ru
         response = await c.request(method, f"{running.admin}/services/main/{url}", json=body if method == "PUT" else None)
         assert response.status_code == 409, (method, url, response.text)
         assert f"{service_file}: application.name: required key is missing" in response.json()["error"]["message"]
+
+
+def files_under(*roots: Path) -> dict[str, bytes | str | None]:
+    """Every file, link and folder under ``roots`` (a folder: None), to prove a refused write changed nothing."""
+    return {
+        str(p): (str(p.readlink()) if p.is_symlink() else None if p.is_dir() else p.read_bytes())
+        for root in roots
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.fixture
+async def with_engines(tmp_path: Path) -> AsyncIterator[Running]:
+    """As ``running``, with the installed engine plugins (pgrouting, osrm-http...) and a hand-written database file."""
+    admin_port, service_port = free_port(), free_port()
+    write(tmp_path / "far.database.toml", 'host = "10.20.30.40"\ndatabase = "roadkit"\n')
+    plugins = plugins_for_tests(TestPlugin(), entry_points=True)
+    admin = administrator(load_server(empty_server(tmp_path, admin_port, service_port)), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            yield Running(tmp_path, admin, admin_port, service_port, client)
+    finally:
+        await admin.stop()
+
+
+PG_COSTS = [{"profile": "car", "optimization": "fastest", "cost_column": "cost_s_car", "reverse_cost_column": "reverse_cost_s_car"}]
+
+
+async def test_sources_naming_hosts_or_passwords_the_administrator_does_not_allow_are_400_and_change_nothing(
+    with_engines: Running,
+) -> None:
+    running = with_engines
+    before = files_under(running.root)
+    osrm_http = {"type": "osrm-http", "cost": {"profile": "car", "optimization": "fastest"}}
+    refused = [
+        (osrm_http | {"http": {"servers": ["http://127.0.0.1:5000", "http://10.9.8.7:5000"]}}, "http.servers[1]", "'10.9.8.7'"),
+        (osrm_http | {"http": {"servers": ["https://engine.example.org"]}}, "http.servers[0]", "'engine.example.org'"),
+        (osrm_http | {"http": {"servers": ["http://[::ffff:10.0.0.1]:5000"]}}, "http.servers[0]", "'::ffff:a00:1'"),
+        (
+            {"type": "pgrouting", "storage": {"dsn": "postgresql://roadkit@db.example.org:5432/roadkit"}, "costs": PG_COSTS},
+            "storage.dsn",
+            "",
+        ),
+        ({"type": "pgrouting", "storage": {"dsn": "host=192.168.1.2 dbname=roadkit"}, "costs": PG_COSTS}, "storage.dsn", ""),
+        ({"type": "pgrouting", "storage": {"database": "../far.database.toml"}, "costs": PG_COSTS}, "storage.database", "'10.20.30.40'"),
+        ({"type": "pgrouting", "storage": {"dsn": "postgresql://roadkit:secret@127.0.0.1/roadkit"}, "costs": PG_COSTS}, "storage.dsn", ""),
+        ({"type": "pgrouting", "storage": {"dsn": "host=127.0.0.1 password=secret"}, "costs": PG_COSTS}, "storage.dsn", ""),
+        (osrm_http | {"http": {"servers": ["http://user:secret@127.0.0.1:5000"]}}, "http.servers[0]", "password"),
+        (SOURCE_A | {"password": "secret"}, "password", "password"),
+    ]
+    for body, key, why in refused:
+        body = {k: v for k, v in body.items() if k != "id"}
+        response = await running.client.put(f"{running.admin}/services/main/sources/x", json=body)
+        assert response.status_code == 400, (body, response.text)
+        message = response.json()["error"]["message"]
+        assert f"{running.root / 'sources' / 'x.source'}: {key}: " in message and why in message, (key, message)
+        assert "secret" not in message
+    assert files_under(running.root) == before
+
+
+async def test_a_publication_into_a_folder_that_leads_out_is_a_400_and_writes_nothing(
+    tmp_path: Path, plugins: Plugins, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    admin_port, service_port = free_port(), free_port()
+    server = empty_server(tmp_path, admin_port, service_port)
+    (tmp_path / "sources").rmdir()
+    (tmp_path / "sources").symlink_to(outside, target_is_directory=True)  # the service's sources folder, linked out
+    (tmp_path / "resources" / "escape.resource").symlink_to(outside / "escape.resource")
+    before = files_under(tmp_path, outside)
+    admin = administrator(load_server(server), plugins)
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as c:
+            base = f"http://127.0.0.1:{admin_port}/admin/1.0.0/services/main"
+            source = await c.put(f"{base}/sources/a", json=SOURCE_A)
+            assert source.status_code == 400, source.text
+            assert f"{tmp_path / 'service.toml'}: folders.sources: the file of this source: expected a path inside" in source.text
+            assert source.json()["error"]["message"].endswith(f"got {str(outside / 'a.source')!r}")
+            resource = await c.put(f"{base}/resources/escape", json=RESOURCE | {"id": "escape"})
+            assert resource.status_code == 400, resource.text  # a dangling link out is no file to replace
+            assert f"{tmp_path / 'service.toml'}: folders.resources: the file of this resource: expected a path inside" in resource.text
+    finally:
+        await admin.stop()
+    assert files_under(tmp_path, outside) == before
+    assert list(outside.iterdir()) == []
+
+
+async def test_answers_of_the_admin_api_show_no_password(running: Running) -> None:
+    # A hand-written source file (the administrator's own) may hold passwords: answers hide them.
+    write(
+        running.root / "sources" / "pg.source",
+        'id = "pg"\ntype = "pgrouting"\n[storage]\ndsn = "postgresql://roadkit:s3cret@db:5432/roadkit"\n'
+        '[storage.base]\npassword = "s3cret"\nconninfo = "host=db password=s3cret dbname=x"\n',
+    )
+    one = await running.client.get(f"{running.admin}/services/main/sources/pg")
+    assert one.status_code == 200
+    assert one.json()["storage"] == {
+        "dsn": "postgresql://roadkit:***@db:5432/roadkit",
+        "base": {"password": "***", "conninfo": "host=db password=*** dbname=x"},
+    }
+    for path in ("/services/main/sources", "/services/main/sources/pg", "/services", "/services/main", "/configuration", "/health"):
+        answer = await running.client.get(f"{running.admin}{path}")
+        assert "s3cret" not in answer.text, path

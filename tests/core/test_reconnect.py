@@ -128,8 +128,8 @@ def test_retry_limits_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as caught:
         load_service(gated_service(tmp_path / "svc", tmp_path / "x", initial=0, maximum=-1))
     assert caught.value.problems == [
-        f"{tmp_path / 'svc' / 'service.toml'}: limits.connect_retry_initial: expected a positive number of seconds, got 0",
-        f"{tmp_path / 'svc' / 'service.toml'}: limits.connect_retry_max: expected a positive number of seconds, got -1",
+        f"{tmp_path / 'svc' / 'service.toml'}: limits.connect_retry_initial: expected a number of seconds from 0.01 to 86400, got 0.0",
+        f"{tmp_path / 'svc' / 'service.toml'}: limits.connect_retry_max: expected a number of seconds from 0.01 to 86400, got -1.0",
     ]
     # A maximum below the first wait caps every wait (each key is checked alone, as the admin OpenAPI document states them).
     capped = load_service(gated_service(tmp_path / "capped", tmp_path / "x", initial=10, maximum=1))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import grp
+import os
+import stat
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from roadkit.config import load_server
+from roadkit.config import allocator, load_server
+from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
 from roadkit.process.administrator import Administrator
 from roadkit.server import administrator
@@ -25,6 +29,12 @@ def configuration(port: int, **changes: Any) -> dict[str, Any]:
         "listeners": [{"port": port}],
         "folders": {"sources": ["second/sources"], "resources": ["second/resources"], "projections": "projections"},
     } | changes
+
+
+def unstartable(root: Path, port: int) -> list[dict[str, Any]]:
+    """Listeners the service can't start with: their certificate file (a TOML file) holds no certificate."""
+    not_a_certificate = str(root / "service.toml")
+    return [{"port": port, "certfile": not_a_certificate, "keyfile": not_a_certificate}]
 
 
 def main_configuration(port: int, **changes: Any) -> dict[str, Any]:
@@ -350,10 +360,12 @@ async def test_a_listener_host_that_names_no_address_is_a_400(admin: Admin) -> N
 async def test_a_change_of_start_up_settings_the_service_cannot_start_with_keeps_it_serving(admin: Admin) -> None:
     # Before: the old service was stopped, the new one failed to start, and the answer was a 200.
     assert admin.administrator is not None
-    same = main_configuration(admin.main_port)
+    failing = main_configuration(admin.main_port, listeners=unstartable(admin.root, admin.main_port))
     before, handle = admin.snapshot(), admin.administrator.handles["main"]
     async with httpx.AsyncClient(timeout=10) as c:
-        response = await c.put(f"{admin.base}/services/main", json={"mode": "same-process", "startup_timeout": 1e-9, "configuration": same})
+        response = await c.put(
+            f"{admin.base}/services/main", json={"mode": "same-process", "startup_timeout": 30, "configuration": failing}
+        )
         assert response.status_code == 503, response.text
         assert "previous one keeps serving" in response.json()["error"]["message"]
         assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
@@ -366,11 +378,11 @@ async def test_a_change_of_start_up_settings_the_service_cannot_start_with_keeps
 async def test_a_change_of_mode_the_service_cannot_start_in_restores_the_previous_one(admin: Admin) -> None:
     # Before: the service stayed down (failed) with the new files, and the answer was a 200.
     assert admin.administrator is not None
-    same = main_configuration(admin.main_port)
+    failing = main_configuration(admin.main_port, listeners=unstartable(admin.root, admin.main_port))
     before = admin.snapshot()
     async with httpx.AsyncClient(timeout=30) as c:
         response = await c.put(
-            f"{admin.base}/services/main", json={"mode": "child-process", "startup_timeout": 1e-9, "configuration": same}
+            f"{admin.base}/services/main", json={"mode": "child-process", "startup_timeout": 10, "configuration": failing}
         )
         assert response.status_code == 503, response.text
         message = response.json()["error"]["message"]
@@ -438,12 +450,9 @@ async def test_a_change_of_port_that_fails_to_start_leaves_the_sockets_as_they_w
             sid, port, moved = mode.split("-")[0], free_port(), free_port()
             created = await c.post(f"{admin.base}/services", json={"id": sid, "mode": mode, "configuration": configuration(port)})
             assert created.status_code == 201 and created.json()["lifecycle"] == "ready", created.text
-            # Each fails once the new port is bound: worker processes can't be ready that soon; the
-            # service's own server can't load a certificate from a file that holds none.
-            failing: dict[str, Any] = {"mode": mode, "startup_timeout": 1e-9, "configuration": configuration(moved)}
-            if mode == "same-process":
-                https = {"port": moved, "certfile": not_a_certificate, "keyfile": not_a_certificate}
-                failing = {"mode": mode, "configuration": configuration(moved, listeners=[https])}
+            # Each fails once the new port is bound: the service's server can't load a certificate from a file that holds none.
+            https = {"port": moved, "certfile": not_a_certificate, "keyfile": not_a_certificate}
+            failing = {"mode": mode, "startup_timeout": 10, "configuration": configuration(moved, listeners=[https])}
             response = await c.put(f"{admin.base}/services/{sid}", json=failing)
             assert response.status_code == 503, response.text
             if mode == "same-process":
@@ -466,7 +475,10 @@ async def test_a_service_that_cannot_start_is_not_created(admin: Admin) -> None:
         with socket.create_server(("127.0.0.1", 0)) as taken:  # a port another program listens on
             port = taken.getsockname()[1]
             for mode, body in (
-                ("child-process", {"startup_timeout": 1e-9, "configuration": configuration(free_port())}),
+                (
+                    "child-process",
+                    {"startup_timeout": 10, "configuration": configuration(free_port(), listeners=unstartable(admin.root, free_port()))},
+                ),
                 ("same-process", {"configuration": configuration(port)}),
                 ("child-process", {"configuration": configuration(port)}),
             ):
@@ -548,13 +560,19 @@ async def test_the_allocator_of_a_service_is_set_and_changed_through_the_api(adm
         expected = 'expected "auto", "system", "tcmalloc", "jemalloc" or the absolute path of a shared library'
         assert f"{admin.path}: services[1].allocator: {expected}, got 'fast'" in wrong.json()["error"]["message"]
         # A well-formed allocator this machine does not have: the request is valid, the machine lacks it (409).
-        missing = await c.put(
+        # A library outside the system's library folders: code the administrator does not allow in its workers (400).
+        outside = await c.put(
             f"{admin.base}/services/second", json={"allocator": "/nowhere/libfast.so", "configuration": configuration(port)}
         )
-        assert missing.status_code == 409, missing.text
+        assert outside.status_code == 400, outside.text
         assert (
-            f"{admin.path}: services[1].allocator: {expected}, got '/nowhere/libfast.so' (not found)" in missing.json()["error"]["message"]
+            f'{admin.path}: services[1].allocator: expected "auto", "system", "tcmalloc", "jemalloc", or a library'
+            in outside.json()["error"]["message"]
         )
+        system = allocator.library_folders()[-1] / "libfast-missing.so"
+        missing = await c.put(f"{admin.base}/services/second", json={"allocator": str(system), "configuration": configuration(port)})
+        assert missing.status_code == 409, missing.text
+        assert f"{admin.path}: services[1].allocator: {expected}, got '{system}' (not found)" in missing.json()["error"]["message"]
         # "main" runs in the administrator's process, started already: its allocator can't be chosen.
         same = await c.put(
             f"{admin.base}/services/main", json={"allocator": "jemalloc", "configuration": main_configuration(admin.main_port)}
@@ -563,3 +581,176 @@ async def test_the_allocator_of_a_service_is_set_and_changed_through_the_api(adm
         assert f"{admin.path}: services[0].allocator: 'jemalloc' needs mode = \"child-process\"" in same.json()["error"]["message"]
         assert admin.snapshot() == before
         assert [p["allocator"] for p in (await c.get(f"{admin.base}/services/second")).json()["processes"]] == ["jemalloc"]
+
+
+async def test_durations_beyond_their_bounds_are_a_400_naming_the_bounds(admin: Admin) -> None:
+    # Before: a start-up time-out of 5e-324 s was written, and the restart it caused answered a 503.
+    before = admin.snapshot()
+    same = main_configuration(admin.main_port)
+    async with httpx.AsyncClient(timeout=30) as c:
+        for body, problem in (
+            ({"startup_timeout": 5e-324}, "startup_timeout: expected a number of seconds from 10 to 86400, got 5e-324"),
+            ({"startup_timeout": 1e308}, "startup_timeout: expected a number of seconds from 10 to 86400, got 1e+308"),
+            (
+                {"configuration": main_configuration(admin.main_port, limits={"engine_timeout": 1e300})},
+                "limits.engine_timeout: expected a number of seconds from 0.001 to 3600, got 1e+300",
+            ),
+            (
+                {"configuration": main_configuration(admin.main_port, limits={"connect_retry_initial": 0.001})},
+                "limits.connect_retry_initial: expected a number of seconds from 0.01 to 86400, got 0.001",
+            ),
+        ):
+            response = await c.put(f"{admin.base}/services/main", json={"configuration": same} | body)
+            assert response.status_code == 400 and problem in response.json()["error"]["message"], response.text
+        schemas = (await c.get(f"{admin.base}/openapi.json")).json()["components"]["schemas"]
+        assert schemas["ServiceChange"]["properties"]["startup_timeout"] | {"description": ""} == {
+            "type": "number",
+            "minimum": 10.0,
+            "maximum": 86400.0,
+            "description": "",
+        }
+        assert (await c.get(f"{admin.base}/services/main")).json()["lifecycle"] == "ready"
+    assert admin.snapshot() == before
+
+
+def tree(*roots: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every file and folder under ``roots`` with its mode (and a file's content): what a refused write must leave as it was."""
+    found: dict[str, tuple[int, bytes | None]] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            info = path.lstat()
+            found[str(path)] = (info.st_mode, path.read_bytes() if path.is_file() and not path.is_symlink() else None)
+    return found
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_service_writes_naming_paths_or_libraries_the_administrator_does_not_allow_are_400_and_change_nothing(
+    admin: Admin, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "cert.pem").write_text("not a certificate")
+    library = outside / "libevil.so"
+    library.write_bytes(b"\x7fELF" + b"\x00" * 60)  # "a shared library" to the loader: code in every worker
+    (admin.root / "link").symlink_to(outside, target_is_directory=True)
+    before = tree(admin.root, outside)
+    port = free_port()
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"configuration": configuration(port, folders={"sources": [f"../{outside.name}/sources"]})}, "folders.sources[0]"),
+        ({"configuration": configuration(port, folders={"sources": [str(outside / "sources")]})}, "folders.sources[0]"),
+        ({"configuration": configuration(port, folders={"resources": ["link/resources"]})}, "folders.resources[0]"),
+        ({"configuration": configuration(port, folders={"projections": str(outside)})}, "folders.projections"),
+        ({"configuration": configuration(port, folders={"sources": ["~/sources"]})}, "folders.sources[0]"),
+        (
+            {"configuration": configuration(port, listeners=[{"port": port, "certfile": "link/cert.pem", "keyfile": "link/cert.pem"}])},
+            "listeners[0].certfile",
+        ),
+        ({"configuration": configuration(port) | {"password": "secret"}}, "password"),
+        # Road2's shape of a service file: its folders as loaded.
+        (
+            {"configuration": {"application": {"name": "r", "title": "R", "description": "R", "sources": {"directories": [str(outside)]}}}},
+            "folders.sources[0]",
+        ),
+        ({"mode": "child-process", "allocator": str(library), "configuration": configuration(port)}, "allocator"),
+        ({"mode": "child-process", "allocator": f"{admin.root}/link/libevil.so", "configuration": configuration(port)}, "allocator"),
+    ]
+    async with httpx.AsyncClient(timeout=10) as c:
+        for body, key in refused:
+            for method, url in (("POST", f"{admin.base}/services"), ("PUT", f"{admin.base}/services/main")):
+                sent = body | ({"id": "second"} if method == "POST" else {"configuration": main_configuration(admin.main_port)})
+                roadkit_shape = "folders" in body["configuration"] or "password" in body["configuration"]
+                if "allocator" not in body:
+                    # "main" keeps its port (else a port conflict would hide nothing, but say more).
+                    keep_port = method == "PUT" and roadkit_shape and "listeners" not in body["configuration"]
+                    sent["configuration"] = body["configuration"] | ({"listeners": [{"port": admin.main_port}]} if keep_port else {})
+                response = await c.request(method, url, json=sent)
+                assert response.status_code == 400, (method, body, response.text)
+                # The key, and why: a folder or library the administrator does not allow, a password.
+                named = [p for p in response.json()["error"]["message"].splitlines() if f": {key}: " in p or f".{key}: " in p]
+                assert [p for p in named if "allow" in p or "root" in p or "password" in p], (key, response.text)
+        assert (await c.get(f"http://127.0.0.1:{admin.main_port}/simple/1.0.0/route", params=ROUTE)).status_code == 200
+    assert tree(admin.root, outside) == before
+    assert not (outside / "sources").exists() and not (outside / "resources").exists()
+
+
+async def test_a_library_of_the_system_folders_owned_by_root_is_an_allowed_allocator(admin: Admin) -> None:
+    library = allocator.find("jemalloc") or allocator.find("tcmalloc")
+    if library is None:
+        pytest.skip("no tcmalloc or jemalloc installed")
+    if library.stat().st_uid != 0:
+        pytest.skip(f"{library} is not root's")
+    async with httpx.AsyncClient(timeout=30) as c:
+        created = await c.post(
+            f"{admin.base}/services",
+            json={"id": "second", "mode": "child-process", "allocator": str(library), "configuration": configuration(free_port())},
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["allocator"] == str(library)
+
+
+async def test_files_the_administrator_writes_are_its_own_0600_and_its_folders_0700(admin: Admin) -> None:
+    async with httpx.AsyncClient(timeout=10) as c:
+        body = {"id": "second", "mode": "same-process", "configuration": configuration(free_port())}
+        created = await c.post(f"{admin.base}/services", json=body)
+        assert created.status_code == 201, created.text
+        published = await c.put(f"{admin.base}/services/second/sources/a", json=SOURCE_A)
+        assert published.status_code == 201, published.text
+    for path in (admin.path, admin.root / "second.service.toml", admin.root / "second" / "sources" / "a.source"):
+        assert mode(path) == 0o600, path
+    for folder in (admin.root / "second", admin.root / "second" / "sources", admin.root / "second" / "resources"):
+        assert mode(folder) == 0o700, folder
+
+
+async def test_writes_go_where_the_server_file_allows_and_its_group_reads_them(
+    tmp_path: Path, plugins: Plugins, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    group = "nogroup" if "nogroup" in {g.gr_name for g in grp.getgrall()} else grp.getgrgid(os.getgid()).gr_name
+    shared = tmp_path_factory.mktemp("shared")
+    running = Admin(tmp_path, plugins)
+    with running.path.open("a") as server:
+        server.write(f'\n[administrator.writes]\nfolders = [".", "{shared}"]\ngroup = "{group}"\n')
+    await running.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as c:
+            folders = {"sources": [str(shared / "sources")], "resources": ["second/resources"], "projections": "projections"}
+            body = {"id": "second", "mode": "same-process", "configuration": configuration(free_port(), folders=folders)}
+            created = await c.post(f"{running.base}/services", json=body)
+            assert created.status_code == 201, created.text
+            published = await c.put(f"{running.base}/services/second/sources/a", json=SOURCE_A)
+            assert published.status_code == 201, published.text
+    finally:
+        await running.stop()
+    gid = grp.getgrnam(group).gr_gid
+    for path in (running.path, tmp_path / "second.service.toml", shared / "sources" / "a.source"):
+        assert (mode(path), path.stat().st_gid) == (0o640, gid), path
+    assert (mode(shared / "sources"), (shared / "sources").stat().st_gid) == (0o750, gid)
+
+
+def test_write_settings_are_checked_naming_the_key(tmp_path: Path) -> None:
+    server = write(
+        tmp_path / "server.toml",
+        '[administrator.writes]\nfolders = ["nowhere"]\nhosts = ["db.example.org", "10.0.0.0/8", "not a host!"]\ngroup = "nosuchgroup"\n',
+    )
+    with pytest.raises(ConfigurationError) as raised:
+        load_server(server)
+    assert raised.value.problems == [
+        f"{server}: administrator.writes.folders[0]: expected a folder, got 'nowhere' (not found)",
+        f"{server}: administrator.writes.hosts[2]: expected a host name, an IP address or a network (10.0.0.0/8), got 'not a host!'",
+        f"{server}: administrator.writes.group: expected a group of this machine, got 'nosuchgroup' (unknown)",
+    ]
+
+
+async def test_a_listener_host_that_is_not_an_address_of_this_machine_is_a_409(admin: Admin) -> None:
+    # Before: the service was started, could not bind, and the write answered a 503.
+    before = admin.snapshot()
+    async with httpx.AsyncClient(timeout=30) as c:
+        for host in ("192.0.2.1", "::ab:20"):  # a documentation network's address; an IPv6 address no interface has
+            body = {"id": "second", "configuration": configuration(free_port(), listeners=[{"host": host, "port": free_port()}])}
+            response = await c.post(f"{admin.base}/services", json=body)
+            assert response.status_code == 409, (host, response.text)
+            assert f"listeners[0].host: {host!r} is not an address of this machine" in response.json()["error"]["message"]
+            changed = await c.put(f"{admin.base}/services/main", json={"configuration": body["configuration"]})
+            assert changed.status_code == 409, (host, changed.text)
+    assert admin.snapshot() == before

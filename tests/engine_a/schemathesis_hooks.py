@@ -20,7 +20,9 @@ generates to be invalid are left as they are: they must be refused.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import urllib.request
 from typing import Any
 
@@ -80,3 +82,37 @@ def after_call(context: Any, case: Any, response: Any) -> None:
     request = urllib.request.Request(f"{response.request.url.rstrip('/')}/{case.body['id']}", method="DELETE")
     with urllib.request.urlopen(request, timeout=60) as deleted:
         assert deleted.status == 204, deleted.status
+
+
+#: The keys a source or resource document describes exactly (roadkit.apis.admin.openapi_writes); the
+#: others are the source kind's or the resource type's own, checked by them (the document says so).
+DESCRIBED_KEYS = {
+    "putSource": {"id", "type", "description", "projection", "timeout"},
+    "putResource": {"id", "type", "sources", "description", "version"},
+}
+#: The one rule of a described key that JSON Schema can't state: a bbox's corners in order.
+BBOX_ORDER = "bbox: expected xmin < xmax and ymin < ymax"
+#: Described keys naming what the service has now (its projections, its sources): a 409 alone, listed with
+#: the 400's problems when there are some.
+STATE_KEYS = {"projection", "sources"}
+
+
+@schemathesis.check
+def publication_refusals_name_only_what_the_document_leaves_to_the_kind(ctx: Any, response: Any, case: Any) -> bool | None:
+    """A schema-valid source or resource refused (400) only for its kind's own keys or a bbox out of order."""
+    operation = case.operation.definition.raw.get("operationId")
+    if operation not in DESCRIBED_KEYS or case.meta is None or not case.meta.generation.mode.is_positive or response.status_code != 400:
+        return None
+    for problem in json.loads(response.content)["error"]["message"].splitlines():
+        where, _, rest = problem.partition(": ")
+        if not where.endswith((".source", ".resource")):
+            continue  # the service file's state (no folder to publish into...): a conflict listed with the problems
+        key = re.split(r"[.\[:]", rest, maxsplit=1)[0]
+        if key == "(top level)" and rest.startswith("(top level): unknown key(s) "):
+            continue  # keys the kind or type does not take (the document leaves them open)
+        if key not in DESCRIBED_KEYS[operation] and key != "bbox":
+            continue  # the kind's or type's own keys
+        if BBOX_ORDER in problem or (key in STATE_KEYS and "unknown" in rest):
+            continue
+        raise AssertionError(f"a schema-valid {operation} was refused for something the document states: {problem}")
+    return None

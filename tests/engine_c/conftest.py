@@ -50,14 +50,16 @@ def pg_dsn(pg_cluster: PrivateCluster) -> str:
     """A database with the Monaco graph in schema ``monaco``: restored from the cache, imported when missing."""
     dsn = pg_cluster.create_database("roadkit", EXTENSIONS)
     dump = cache_root() / f"pgrouting-monaco-{import_key()}.dump"
+    # PostgreSQL's tools get the password through the environment, never on their command line.
+    bare, env = pg_cluster.dsn("roadkit", password=False), os.environ | pg_cluster.environ()
     if not dump.exists():
         import_osm(MONACO_PBF, DatabaseFile(dsn=dsn), SCHEMA)
         with tempfile.NamedTemporaryFile(dir=dump.parent, prefix=".pgdump-", delete=False) as tmp:
             pass
-        subprocess.run([str(pg_cluster.bindir / "pg_dump"), "-Fc", "-n", SCHEMA, "-f", tmp.name, "-d", dsn], check=True)
+        subprocess.run([str(pg_cluster.bindir / "pg_dump"), "-Fc", "-n", SCHEMA, "-f", tmp.name, "-d", bare], check=True, env=env)
         os.replace(tmp.name, dump)  # atomic: a concurrent run sees a whole dump or none
     else:
-        subprocess.run([str(pg_cluster.bindir / "pg_restore"), "--no-owner", "-d", dsn, str(dump)], check=True)
+        subprocess.run([str(pg_cluster.bindir / "pg_restore"), "--no-owner", "-d", bare, str(dump)], check=True, env=env)
     return dsn
 
 

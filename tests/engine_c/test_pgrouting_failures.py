@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,9 +26,13 @@ from tests.engine_c.conftest import END, EXTENSIONS, START, cache_root, import_k
 def own_cluster(pg_dsn: str) -> Iterator[PrivateCluster]:
     """A cluster of this test alone (stopped and restarted by it), with the Monaco graph restored."""
     with private_cluster() as cluster:
-        dsn = cluster.create_database("roadkit", EXTENSIONS)
+        cluster.create_database("roadkit", EXTENSIONS)
         dump = cache_root() / f"pgrouting-monaco-{import_key()}.dump"  # written by pg_dsn when missing
-        subprocess.run([str(cluster.bindir / "pg_restore"), "--no-owner", "-d", dsn, str(dump)], check=True)
+        # The password through the environment, never on a command line.
+        dsn = cluster.dsn("roadkit", password=False)
+        subprocess.run(
+            [str(cluster.bindir / "pg_restore"), "--no-owner", "-d", dsn, str(dump)], check=True, env=os.environ | cluster.environ()
+        )
         yield cluster
 
 

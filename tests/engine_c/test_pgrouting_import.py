@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 
 from roadkit.cli import main as roadkit_main
+from roadkit.errors import ConfigurationError
 from roadkit.routing.model import Cost, RouteRequest
 from roadkit.routing.source import SourceState
+from roadkit_pgrouting import importer
+from roadkit_pgrouting.options import DatabaseFile, read_database_file
+from roadkit_support.pgcluster import PrivateCluster
 from tests.engine_c.conftest import END, MONACO_PBF, START, make_pg_example
 from tests.engine_c.test_pgrouting_failures import _source
 
@@ -134,3 +141,44 @@ class _Silent:
     def step(self, message: str) -> None: ...
 
     def info(self, message: str) -> None: ...
+
+
+def test_the_importer_gives_the_password_through_the_environment_never_the_command_line(
+    pg_cluster: PrivateCluster, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    run = subprocess.run
+
+    def recording(args: list[str], *more: Any, **options: Any) -> Any:
+        calls.append(([str(a) for a in args], dict(options.get("env") or {})))
+        return run(args, *more, **options)
+
+    monkeypatch.setattr(importer.subprocess, "run", recording)
+    # The cluster asks for the password (scram-sha-256): the import succeeds only if the tools get it.
+    importer.import_osm(MONACO_PBF, DatabaseFile(dsn=pg_dsn), "argv_check", turn_restrictions=False)
+    password = pg_cluster.password
+    assert password in pg_dsn
+    assert calls and not [argv for argv, _ in calls if any(password in a for a in argv)]
+    osm2pgrouting = [env for argv, env in calls if Path(argv[0]).name == "osm2pgrouting"]
+    assert osm2pgrouting and osm2pgrouting[0]["PGPASSWORD"] == password
+
+
+def test_a_database_file_gives_the_password_through_an_environment_variable(
+    pg_cluster: PrivateCluster, pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "db.toml"
+    file.write_text(f'dsn = "{pg_cluster.dsn("roadkit", password=False)}"\npassword_env = "ROADKIT_TEST_PG"\n')
+    with pytest.raises(ConfigurationError, match="ROADKIT_TEST_PG' is not set"):
+        read_database_file(file)
+    monkeypatch.setenv("ROADKIT_TEST_PG", pg_cluster.password)
+    rows = asyncio.run(importer._fetch(read_database_file(file), "SELECT 1 AS one"))
+    assert rows[0]["one"] == 1
+
+
+def test_a_hand_written_database_file_with_its_password_is_read_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    file = tmp_path / "db.toml"
+    file.write_text('host = "127.0.0.1"\npassword = "inline-s3cret"\n')  # Road2's files hold it: still read
+    with caplog.at_level(logging.WARNING):
+        assert read_database_file(file).password == "inline-s3cret"
+    assert f"{file}: a database password is written in the file" in caplog.text
+    assert "inline-s3cret" not in caplog.text

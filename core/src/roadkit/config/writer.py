@@ -41,20 +41,23 @@ class WriteFailed(RoadkitError):
     code = "write_failed"
 
 
-def atomic_write(path: Path, text: str, mode: int | None = None) -> None:
+def atomic_write(path: Path, text: str, mode: int | None = None, gid: int | None = None) -> None:
     """Replace ``path`` with ``text`` atomically (temporary file, fsync, rename), keeping its mode.
 
-    ``mode``: the file's mode instead (set before the rename, so the file never has another one).
-    A failure leaves ``path`` as it was and raises WriteFailed naming the file.
+    ``mode``: the file's mode instead, ``gid``: its group (both set before the rename, so the file
+    never has others). The folder must exist: no folder is created. A failure leaves ``path`` as it
+    was and raises WriteFailed naming the file.
     """
     temp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # mkstemp creates the file 0600: it is never readable by others, not even for a moment.
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if gid is not None:
+            os.chown(temp, -1, gid)
         with contextlib.suppress(OSError):
             os.chmod(temp, mode if mode is not None else path.stat().st_mode & 0o7777 if path.exists() else 0o644)
         os.replace(temp, path)
@@ -180,6 +183,6 @@ class ServerFileEditor:
         text: str = tomlkit.dumps(self.doc)
         return text
 
-    def save(self) -> None:
-        """Write the edited document atomically."""
-        atomic_write(self.path, self.render())
+    def save(self, mode: int | None = None, gid: int | None = None) -> None:
+        """Write the edited document atomically (``mode``, ``gid``: as :func:`atomic_write`)."""
+        atomic_write(self.path, self.render(), mode=mode, gid=gid)

@@ -17,7 +17,7 @@ import contextlib
 import itertools
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +359,10 @@ class RemoteSource(Source):
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self.servers: EngineServers | None = None
+
+    def remote_hosts(self) -> Sequence[tuple[str, str]]:
+        servers: tuple[str, ...] = self.options.http.servers
+        return [(f"http.servers[{i}]", URL(url).host or "") for i, url in enumerate(servers)]
 
     def probe_path(self) -> str:
         """The path (with query) of the cheapest request every engine server answers."""

@@ -19,9 +19,11 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from roadkit.auth.admin import Authenticator
+from roadkit.auth.sites import SitePolicy
 from roadkit.config import ManagedService, ServerConfig, load_server
 from roadkit.config.files import read_document
 from roadkit.config.writer import atomic_remove, atomic_write
+from roadkit.config.writes import policy_of
 from roadkit.errors import NotFound
 from roadkit.plugins import Plugins
 from roadkit.process.children import ChildProcessService
@@ -70,7 +72,7 @@ class Administrator:
         self.admin_sockets = ListeningSockets()
         #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
         self.writes = asyncio.Lock()
-        self.authenticator = Authenticator(config.administrator.auth)
+        self.authenticator = Authenticator(config.administrator.auth, sites=SitePolicy.for_admin(config.administrator))
         self.management = Management(self)
 
     def new_handle(self, managed: ManagedService) -> ServiceHandle:
@@ -82,7 +84,7 @@ class Administrator:
         try:
             return self.handles[sid]
         except KeyError:
-            raise NotFound(f"Can't find service {sid}") from None
+            raise NotFound(f"Can't find service {sid if len(sid) <= 128 else sid[:128] + '...'}") from None
 
     # The admin API's backend (roadkit.apis.admin.backend.AdminBackend).
 
@@ -125,7 +127,7 @@ class Administrator:
 
     def _files(self, sid: str) -> tuple[ServiceHandle, ServiceFiles]:
         handle = self.handle(sid)
-        return handle, ServiceFiles(handle.managed.configuration, self.plugins)
+        return handle, ServiceFiles(handle.managed.configuration, self.plugins, policy_of(self.config))
 
     def documents(self, sid: str, kind: Kind) -> list[dict[str, Any]]:
         """The ``.source`` or ``.resource`` documents of a service."""
@@ -146,14 +148,15 @@ class Administrator:
             check = files.check_source if kind == "source" else files.check_resource
             path, text, created = check(oid, body)
             previous = path.read_text(encoding="utf-8") if path.exists() else None
-            atomic_write(path, text)
+            policy = files.policy
+            atomic_write(path, text, mode=policy.file_mode, gid=policy.gid)
             try:
                 await (handle.publish_source(oid) if kind == "source" else handle.publish_resource(oid))
             except Exception:
                 if previous is None:
                     atomic_remove(path)
                 else:
-                    atomic_write(path, previous)
+                    atomic_write(path, previous, mode=policy.file_mode, gid=policy.gid)
                 raise
             return read_document(path), created
 

@@ -9,6 +9,7 @@ reloaded or stopped. A request that fails a check writes nothing and starts noth
 from __future__ import annotations
 
 import contextlib
+import socket
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +18,11 @@ from typing import Any, Protocol
 import attrs
 
 from roadkit.config import allocator
+from roadkit.config.files import resolve
 from roadkit.config.loader import load_service, managed_service, parse_server, parse_service
-from roadkit.config.models import Listener, ManagedService, ServerConfig
+from roadkit.config.models import Listener, ManagedService, ServerConfig, ServiceConfig
 from roadkit.config.writer import ServerFileEditor, WriteFailed, atomic_write, dump_toml, storable_problems
+from roadkit.config.writes import WritePolicy, allocator_problem, path_problems, policy_of, secret_problems
 from roadkit.errors import BadRequest, ConfigurationError, Conflict, RoadkitError
 from roadkit.plugins import Plugins
 from roadkit.process.handle import ServiceHandle
@@ -82,7 +85,7 @@ def _body(body: Any, where: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def _missing_on_server(problem: str, service_file: Path) -> bool:
-    """A well-formed service document naming a projections folder or certificate the server does not have.
+    """A well-formed service document naming a projections folder, certificate or keys file the server does not have.
 
     The document is valid; it conflicts with the server's files (409, not 400), as a port another
     service uses does.
@@ -91,7 +94,7 @@ def _missing_on_server(problem: str, service_file: Path) -> bool:
     if not problem.startswith(head) or (not problem.endswith("(not found)") and "expected a readable file" not in problem):
         return False
     key = problem[len(head) :].split(":", 1)[0]
-    return key == "folders.projections" or key.endswith((".certfile", ".keyfile"))
+    return key in ("folders.projections", "access.keys_file") or key.endswith((".certfile", ".keyfile"))
 
 
 def _machine_problems(entry: dict[str, Any], path: Path, key: str, problems: list[str]) -> list[str]:
@@ -110,6 +113,44 @@ def _machine_problems(entry: dict[str, Any], path: Path, key: str, problems: lis
     return [found]
 
 
+def _named_paths(configuration: dict[str, Any], service_file: Path) -> list[tuple[str, Path]]:
+    """The paths a service document names (folders, certificates), each with its key, resolved as the loader will.
+
+    A path holding NUL names no file (a problem of its own, found by the loader).
+    """
+    named: list[tuple[str, Any]] = []
+    folders = configuration.get("folders")
+    if isinstance(folders, dict):
+        for key in ("sources", "resources"):
+            value = folders.get(key)
+            named += [(f"folders.{key}[{i}]", v) for i, v in enumerate(value)] if isinstance(value, list) else [(f"folders.{key}", value)]
+        named.append(("folders.projections", folders.get("projections")))
+    listeners = configuration.get("listeners")
+    for i, listener in enumerate(listeners if isinstance(listeners, list) else []):
+        if isinstance(listener, dict):
+            named += [(f"listeners[{i}].{name}", listener.get(name)) for name in ("certfile", "keyfile")]
+    return [(key, resolve(service_file, value)) for key, value in named if isinstance(value, str) and value and "\x00" not in value]
+
+
+def _loaded_paths(service: ServiceConfig) -> list[tuple[str, Path]]:
+    """The paths a loaded service file names, each with its key."""
+    folders = service.folders
+    named = [(f"folders.sources[{i}]", p) for i, p in enumerate(folders.sources)]
+    named += [(f"folders.resources[{i}]", p) for i, p in enumerate(folders.resources)]
+    named += [("folders.projections", folders.projections)] if folders.projections is not None else []
+    for i, listener in enumerate(service.listeners):
+        named += [(f"listeners[{i}].{name}", getattr(listener, name)) for name in ("certfile", "keyfile") if getattr(listener, name)]
+    return named
+
+
+def _write_problems(entry: dict[str, Any], path: Path, key: str) -> list[str]:
+    """What a written ``[[services]]`` entry may not hold: an allocator outside the system's libraries."""
+    value = entry.get("allocator")
+    if isinstance(value, str) and (wrong := allocator_problem(value)) is not None:
+        return [f"{path}: {key}.allocator: {wrong}"]
+    return []
+
+
 def _ports(
     listeners: tuple[Listener, ...], others: dict[str, tuple[Listener, ...]], admin: Listener, where: Path, problems: list[str]
 ) -> None:
@@ -119,6 +160,18 @@ def _ports(
         for sid, used in others.items():
             if any(other.port == listener.port for other in used):
                 problems.append(f"{where}: listeners[{i}].port: port {listener.port} is already used by service {sid!r}")
+
+
+def _hosts(listeners: tuple[Listener, ...], where: Path, conflicts: list[str]) -> None:
+    """A listener host that names no address of this machine (a valid document the machine can't serve: 409)."""
+    for i, listener in enumerate(listeners):
+        try:
+            # Bound to port 0, as the service's start would bind its port: nothing listens, nothing is taken.
+            family, kind, proto, _, address = socket.getaddrinfo(listener.host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind(address)
+        except OSError as exc:
+            conflicts.append(f"{where}: listeners[{i}].host: {listener.host!r} is not an address of this machine ({exc.strerror or exc})")
 
 
 def _entry_conflicts(current: ManagedService, changes: dict[str, Any], path: Path, key: str, problems: list[str]) -> list[str]:
@@ -198,15 +251,21 @@ class Management:
         service = None
         problems.extend(entry_problems)
         if isinstance(configuration, dict):
+            # What the administrator does not allow a write to name is a 400 whatever else is wrong.
+            problems.extend(path_problems(_named_paths(configuration, service_file), self.policy, str(service_file)))
+            problems.extend(secret_problems(configuration, str(service_file)))
             try:
                 service = parse_service(configuration, service_file, cors=self.config.administrator.cors, missing_folders=folders)
             except ConfigurationError as exc:
                 problems.extend(p for p in exc.problems if not _missing_on_server(p, service_file))
                 conflicts.extend(p for p in exc.problems if _missing_on_server(p, service_file))
+            if service is not None:  # the paths as loaded, Road2's service files included
+                problems.extend(p for p in path_problems(_loaded_paths(service), self.policy, str(service_file)) if p not in problems)
         # Ports taken by another service or the administrator: a valid document that conflicts with
         # what runs now (409), told apart from an invalid one (400).
         if service is not None:
             _ports(service.listeners, self._other_listeners(sid), self.config.administrator.listener, service_file, conflicts)
+            _hosts(service.listeners, service_file, conflicts)
             available = self.admin.plugins.apis()
             for i, ref in enumerate(service.apis):
                 if (ref.name, ref.version) not in available:
@@ -226,21 +285,29 @@ class Management:
         self.admin.new_handle(managed)  # a mode this administrator can't run is refused before anything is written
         return Plan(service_file, text, editor, server, managed, tuple(folders))
 
+    @property
+    def policy(self) -> WritePolicy:
+        """What writes may name, and the mode of the files they write."""
+        return policy_of(self.config)
+
+    def _save(self, path: Path, text: str) -> None:
+        atomic_write(path, text, mode=self.policy.file_mode, gid=self.policy.gid)
+
     def _write(self, plan: Plan) -> None:
         previous = plan.service_file.read_text(encoding="utf-8") if plan.service_file.exists() else None
-        atomic_write(plan.service_file, plan.service_text)
+        self._save(plan.service_file, plan.service_text)
         try:
             if plan.editor is not None:
-                plan.editor.save()
+                plan.editor.save(mode=self.policy.file_mode, gid=self.policy.gid)
         except BaseException:
             if previous is None:
                 plan.service_file.unlink(missing_ok=True)
             else:
-                atomic_write(plan.service_file, previous)
+                self._save(plan.service_file, previous)
             raise
         for folder in plan.folders:
             try:
-                folder.mkdir(parents=True, exist_ok=True)
+                self.policy.make_folder(folder)
             except OSError as exc:
                 raise WriteFailed(
                     f"Can't create the folder {folder}: {exc.strerror or exc} (the "
@@ -260,6 +327,8 @@ class Management:
         service_file = self.config.path.parent / f"{sid}.service.toml"
         if service_file.exists():
             raise Conflict(f"Service file {service_file} already exists (not used by any service): remove or rename it first")
+        if (outside := self.policy.path_problem(service_file)) is not None:
+            raise Conflict(f"{self.config.path}: administrator.writes.folders: the new service file: {outside}")
         problems = [p.replace(where, str(service_file), 1) for p in problems]
         entry = {"id": sid, "configuration": service_file.name} | {
             k: _without_nulls(data[k]) for k in ENTRY_KEYS if data.get(k) is not None
@@ -269,6 +338,7 @@ class Management:
         key = f"services[{editor.index(sid)}]"
         entry_problems = managed_service(entry, self.config.path, key)[1]
         conflicts = _machine_problems(entry, self.config.path, key, entry_problems)
+        entry_problems += _write_problems(entry, self.config.path, key)
         plan = self._plan(sid, data, problems, service_file=service_file, editor=editor, entry_problems=entry_problems, conflicts=conflicts)
         previous_server = self.config.path.read_text(encoding="utf-8")
         new_folders = {p for folder in plan.folders for p in (folder, *folder.parents) if not p.exists()}
@@ -287,7 +357,7 @@ class Management:
         if self.admin.handles.get(sid) is handle:
             del self.admin.handles[sid]
         self.admin.config = attrs.evolve(self.config, services=tuple(m for m in self.config.services if m.id != sid))
-        atomic_write(self.config.path, previous_server)
+        self._save(self.config.path, previous_server)
         plan.service_file.unlink(missing_ok=True)
         for folder in sorted(new_folders, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
@@ -321,6 +391,7 @@ class Management:
             ):
                 conflicts.extend(_entry_conflicts(handle.managed, changes, self.config.path, key, entry_problems))
                 entry_problems = []
+            entry_problems += _write_problems(changes, self.config.path, key)
             editor.update_service(sid, changes)
         plan = self._plan(sid, data, problems, service_file=service_file, editor=editor, entry_problems=entry_problems, conflicts=conflicts)
         previous_text = service_file.read_text(encoding="utf-8") if service_file.exists() else None
@@ -329,8 +400,8 @@ class Management:
         def restore_files() -> None:
             # The service keeps (or gets back) its previous configuration: so do the files.
             if previous_text is not None:
-                atomic_write(service_file, previous_text)
-            atomic_write(self.config.path, previous_server)
+                self._save(service_file, previous_text)
+            self._save(self.config.path, previous_server)
 
         self._write(plan)
         services = tuple(plan.managed if m.id == sid else m for m in self.config.services)
@@ -393,6 +464,6 @@ class Management:
                 raise Conflict("\n".join(f"{problem} (fix the server file first)" for problem in exc.problems)) from None
         await handle.stop()
         if listed:
-            editor.save()
+            editor.save(mode=self.policy.file_mode, gid=self.policy.gid)
         del self.admin.handles[sid]
         self.admin.config = attrs.evolve(self.config, services=tuple(m for m in self.config.services if m.id != sid))

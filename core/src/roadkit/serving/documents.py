@@ -18,6 +18,7 @@ from roadkit.config.files import read_document
 from roadkit.config.loader import load_service, parse_resource, parse_source, read_resources, read_sources
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
 from roadkit.config.writer import dump_toml, storable_problems
+from roadkit.config.writes import WritePolicy, host_problems, secret_problems
 from roadkit.errors import BadRequest, ConfigurationError, Conflict, NotFound, ParameterInvalid
 from roadkit.plugins import Plugins
 from roadkit.routing.projections import ProjectionRegistry
@@ -42,7 +43,7 @@ def is_safe_id(value: object) -> TypeGuard[str]:
 def check_id(what: str, value: str) -> str:
     """``value`` when it can name a file; a 400 naming the parameter otherwise."""
     if not is_safe_id(value):
-        raise ParameterInvalid(what, f"{ID_EXPECTED}, got {value!r}")
+        raise ParameterInvalid(what, f"{ID_EXPECTED}, got {value if len(value) <= 128 else value[:128] + '...'!r}")
     return value
 
 
@@ -85,7 +86,9 @@ def _stored(path: Path) -> dict[str, Any]:
 class ServiceFiles:
     """The source and resource files of one service, from its service file's folders."""
 
-    def __init__(self, service_file: Path, plugins: Plugins) -> None:
+    def __init__(self, service_file: Path, plugins: Plugins, policy: WritePolicy | None = None) -> None:
+        #: What a written document may name (default: the service file's folder, loopback hosts).
+        self.policy = policy or WritePolicy(folders=(service_file.parent,))
         try:
             self.config: ServiceConfig = load_service(service_file)
         except ConfigurationError as exc:
@@ -153,7 +156,14 @@ class ServiceFiles:
         if inner is not None:
             data[kind] = target
         problems.extend(storable_problems(data, str(where)))
+        problems.extend(secret_problems(data, str(where)))
         return data
+
+    def _allowed_target(self, kind: Kind, path: Path, problems: list[str]) -> None:
+        """A file written outside the folders the administrator allows (a folder or file linked out) is a 400."""
+        wrong = self.policy.path_problem(path)
+        if wrong is not None:
+            problems.append(f"{self.config.path}: folders.{kind}s: the file of this {kind}: {wrong}")
 
     def check_source(self, sid: str, body: Any) -> tuple[Path, str, bool]:
         """Validate a source document; (file, TOML text, created) or a ConfigurationError with every problem."""
@@ -163,6 +173,7 @@ class ServiceFiles:
         conflicts: list[str] = []
         path, created = self._target("source", sid, conflicts)
         data = self._with_id("source", sid, body, path, problems)
+        self._allowed_target("source", path, problems)
         config = _parsed(parse_source, data, path, problems, conflicts)
         kinds = self.plugins.source_kinds()
         cls = kinds.get(config.type)
@@ -175,7 +186,7 @@ class ServiceFiles:
             conflicts.append(f"{path}: projection: unknown projection {config.projection!r} (known: {', '.join(projections.ids())})")
         if cls is not None:
             try:
-                cls.from_config(config)
+                problems.extend(host_problems(cls.from_config(config).remote_hosts(), self.policy, str(path)))
             except ConfigurationError as exc:
                 problems.extend(exc.problems)
         serves = {config.type} | ({cls.resource_type} if cls is not None and cls.resource_type else set())
@@ -212,6 +223,7 @@ class ServiceFiles:
         conflicts: list[str] = []  # no folder to publish into, sources the service does not have (yet) or of another type: 409
         path, created = self._target("resource", rid, conflicts)
         data = self._with_id("resource", rid, body, path, problems)
+        self._allowed_target("resource", path, problems)
         config: ResourceConfig = _parsed(parse_resource, data, path, problems, conflicts)
         declared: dict[str, SourceConfig] = {c.id: c for c in self._configs("source")}
         kinds = self.plugins.source_kinds()

@@ -8,6 +8,11 @@ benchmarks. It needs the PostgreSQL server binaries (``pg_config --bindir``, or 
 A cluster that is already running in the folder (another process started it: another worker of
 the same service, a service restarting while the old one still runs) is joined. Every process using
 it registers in ``.<folder>.users``; the last one to leave stops the server.
+
+The server listens on 127.0.0.1 only and asks every client for the password of its superuser
+(scram-sha-256, never ``trust``): a random password kept in ``.<folder>.password``, readable by
+the user that created the cluster only (0600). Other local users can neither read it nor connect.
+Tools get it through the environment (``PGPASSWORD``), never on their command line.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -53,9 +59,17 @@ def _give_to_server_user(path: Path) -> None:
         shutil.chown(path, "postgres", "postgres")
 
 
-def _run(args: list[str], what: str) -> str:
+#: Who may connect, and how: over TCP from this machine, with the password (no unix socket is opened).
+HBA = """# Written by roadkit (roadkit_support.pgcluster): the password of the role, never trust.
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+"""
+
+
+def _run(args: list[str], what: str, env: dict[str, str] | None = None, stdin: str | None = None) -> str:
     try:
-        done = subprocess.run(args, check=True, capture_output=True, text=True)
+        environ = None if env is None else {**os.environ, **env}
+        done = subprocess.run(args, check=True, capture_output=True, text=True, env=environ, input=stdin)
     except subprocess.CalledProcessError as exc:
         raise ClusterError(f"{what} failed: {(exc.stderr or exc.stdout or '').strip()}") from None
     return done.stdout
@@ -74,7 +88,7 @@ def _running_port(data: Path) -> int | None:
 
 @attrs.define
 class PrivateCluster:
-    """A PostgreSQL cluster in ``data``, reachable on 127.0.0.1 only, trust authentication."""
+    """A PostgreSQL cluster in ``data``, reachable on 127.0.0.1 only, with the password of ``password_file``."""
 
     data: Path
     bindir: Path = attrs.field(factory=pg_bindir)
@@ -104,9 +118,37 @@ class PrivateCluster:
     def log_file(self) -> Path:
         return self.data / "server.log"
 
-    def dsn(self, database: str = "postgres") -> str:
-        """A libpq/asyncpg DSN of one database of the running cluster."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+    @property
+    def password_file(self) -> Path:
+        """The file holding the superuser's password (0600, next to the data folder)."""
+        return self.data.parent / f".{self.data.name}.password"
+
+    @property
+    def password(self) -> str:
+        """The superuser's password (random, made when the cluster is initialised)."""
+        return self.password_file.read_text(encoding="utf-8").strip()
+
+    def environ(self) -> dict[str, str]:
+        """The environment a PostgreSQL tool (psql, pg_dump...) needs to connect with :meth:`dsn` ``(password=False)``."""
+        return {"PGPASSWORD": self.password}
+
+    def dsn(self, database: str = "postgres", *, password: bool = True) -> str:
+        """A libpq/asyncpg DSN of one database of the running cluster.
+
+        With the password by default, for clients in this process; ``password=False`` for a command
+        line or a file (give :meth:`environ` to the tool).
+        """
+        secret = f":{self.password}" if password else ""
+        return f"postgresql://postgres{secret}@127.0.0.1:{self.port}/{database}"
+
+    def _new_password(self) -> str:
+        """A new random password in ``password_file``, written 0600 before anything is in it."""
+        password = secrets.token_urlsafe(24)  # URL-safe: it goes into DSNs as it is
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(password + "\n")
+        return password
 
     def exists(self) -> bool:
         return (self.data / "PG_VERSION").exists()
@@ -123,23 +165,43 @@ class PrivateCluster:
             )
         _give_to_server_user(self.data)
         os.chmod(self.data, 0o700)
-        _run(
-            _as_server_user(
-                [
-                    str(self.bindir / "initdb"),
-                    "-D",
-                    str(self.data),
-                    "-U",
-                    "postgres",
-                    "--auth=trust",
-                    "-E",
-                    "UTF8",
-                    "--locale=C",
-                    "--no-sync",
-                ]
-            ),
-            f"initdb {self.data}",
-        )
+        password = self._new_password()
+        # initdb reads the password from a file of its own user's (the postgres user when run as root), removed at once.
+        with tempfile.TemporaryDirectory(prefix="roadkit-pg-init-") as tmp:
+            pwfile = Path(tmp) / "password"
+            pwfile.write_text(password + "\n", encoding="utf-8")
+            pwfile.chmod(0o600)
+            _give_to_server_user(Path(tmp))
+            _give_to_server_user(pwfile)
+            _run(
+                _as_server_user(
+                    [
+                        str(self.bindir / "initdb"),
+                        "-D",
+                        str(self.data),
+                        "-U",
+                        "postgres",
+                        "--auth=scram-sha-256",
+                        f"--pwfile={pwfile}",
+                        "-E",
+                        "UTF8",
+                        "--locale=C",
+                        "--no-sync",
+                    ]
+                ),
+                f"initdb {self.data}",
+            )
+        self._write_hba()
+
+    def _write_hba(self) -> None:
+        hba = self.data / "pg_hba.conf"
+        hba.write_text(HBA, encoding="utf-8")
+        hba.chmod(0o600)
+        _give_to_server_user(hba)
+
+    def _needs_password(self) -> bool:
+        """A cluster made before passwords (``trust``): it gets one at its next start."""
+        return self.exists() and not self.password_file.exists()
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -162,7 +224,12 @@ class PrivateCluster:
             if running is not None:
                 self.port, self.owned = running, True
                 self._me.touch()
+                if self._needs_password():
+                    self._set_password()
                 return
+            legacy = self._needs_password()
+            if not legacy:
+                self._write_hba()
             if not self.port:  # a restarted cluster keeps its port: its clients reconnect there
                 with bound_socket("127.0.0.1", 0) as sock:
                     self.port = int(sock.getsockname()[1])
@@ -187,6 +254,15 @@ class PrivateCluster:
             )
             self.owned = True
             self._me.touch()
+            if legacy:
+                self._set_password()
+
+    def _set_password(self) -> None:
+        """Give a cluster made with ``trust`` a password, then ask every client for it."""
+        password = self._new_password()
+        self.psql(f"ALTER ROLE postgres PASSWORD '{password}'")  # token_urlsafe: no quote in it
+        self._write_hba()
+        _run(_as_server_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "reload"]), f"pg_ctl reload {self.data}")
 
     def stop(self, mode: str = "fast") -> None:
         """Leave the server; the last user stops it (``fast``, or ``immediate`` for a crash-like stop)."""
@@ -207,8 +283,16 @@ class PrivateCluster:
         return _running_port(self.data) is not None
 
     def psql(self, sql: str, database: str = "postgres") -> str:
-        """Run SQL with ``psql`` (stops at the first error); returns its output."""
-        return _run([str(self.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-d", self.dsn(database), "-c", sql], "psql")
+        """Run SQL with ``psql`` (stops at the first error); returns its output.
+
+        The SQL goes through standard input (it may set a password): a command line is readable by every local user.
+        """
+        return _run(
+            [str(self.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-d", self.dsn(database, password=False), "-f", "-"],
+            "psql",
+            env=self.environ(),
+            stdin=sql,
+        )
 
     def create_database(self, name: str, extensions: Sequence[str] = ()) -> str:
         """Create database ``name`` when missing, with ``extensions``; returns its DSN."""

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import attrs
 
-from roadkit_pgrouting.options import DatabaseFile, read_database_file
+from roadkit.contract.sources import ConfigurationError
+from roadkit_pgrouting.options import DatabaseFile, password_from, read_database_file
 from roadkit_support.pgcluster import PrivateCluster
 
 log = logging.getLogger(__name__)
@@ -62,16 +65,42 @@ _lock: asyncio.Lock | None = None
 
 def describe(settings: DatabaseFile) -> str:
     """The database as a user reads it in a message (never the password)."""
-    if settings.dsn:
+    if settings.dsn and "://" in settings.dsn:
         return settings.dsn.split("@")[-1]
+    if settings.dsn:  # libpq's keywords
+        return re.sub(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S*)", "password=***", settings.dsn, flags=re.IGNORECASE)
     return f"{settings.host}:{settings.port or 5432}/{settings.database}"
 
 
-def settings_of(database_file: Path | None, dsn: str | None) -> DatabaseFile:
-    """The settings of a source's database: its file, or a DSN with the defaults."""
+def settings_of(database_file: Path | None, dsn: str | None, password_env: str | None = None) -> DatabaseFile:
+    """The settings of a source's database: its file, or a DSN with the defaults (and its password's variable)."""
     if database_file is not None:
         return read_database_file(database_file)
-    return DatabaseFile(dsn=dsn)
+    problems: list[str] = []
+    password = password_from(password_env, "storage.password_env", problems)
+    if problems:
+        raise ConfigurationError(problems)
+    return DatabaseFile(dsn=dsn, password=password, password_env=password_env)
+
+
+def hosts_of(settings: DatabaseFile) -> list[str]:
+    """The hosts a database's settings connect to (a private cluster: this machine)."""
+    if settings.cluster is not None:
+        return ["127.0.0.1"]
+    if not settings.dsn:
+        return [settings.host]
+    if "://" not in settings.dsn:  # libpq's keywords: host=a,b hostaddr=...
+        found = re.findall(r"\b(?:host|hostaddr)\s*=\s*'?([^\s']*)", settings.dsn)
+        hosts = [h for value in found for h in value.split(",")]
+    else:
+        url = urllib.parse.urlsplit(settings.dsn)
+        netloc = url.netloc.rpartition("@")[2]
+        hosts = [re.sub(r":\d*$", "", part) for part in netloc.split(",")] if netloc else []
+        query = urllib.parse.parse_qs(url.query)
+        hosts += [h for name in ("host", "hostaddr") for value in query.get(name, []) for h in value.split(",")]
+    # A unix socket folder is this machine; no host at all is libpq's default, the local socket.
+    hosts = [urllib.parse.unquote(h) for h in hosts]
+    return [("localhost" if not h or h.startswith("/") else h) for h in hosts] or ["localhost"]
 
 
 def start_cluster(settings: DatabaseFile) -> tuple[PrivateCluster, DatabaseFile]:
@@ -80,7 +109,7 @@ def start_cluster(settings: DatabaseFile) -> tuple[PrivateCluster, DatabaseFile]
     cluster = PrivateCluster(settings.cluster)
     cluster.start()
     cluster.create_database(settings.database, EXTENSIONS)
-    return cluster, attrs.evolve(settings, host="127.0.0.1", port=cluster.port, user="postgres", password=None, dsn=None)
+    return cluster, attrs.evolve(settings, host="127.0.0.1", port=cluster.port, user="postgres", password=cluster.password, dsn=None)
 
 
 async def _create_pool(settings: DatabaseFile) -> asyncpg.Pool:
@@ -94,13 +123,15 @@ async def _create_pool(settings: DatabaseFile) -> asyncpg.Pool:
         "reset": _keep_session,
     }
     if settings.dsn:
+        if settings.password is not None:
+            kwargs["password"] = settings.password
         return await asyncpg.create_pool(settings.dsn, **kwargs)
     return await asyncpg.create_pool(
         host=settings.host, port=settings.port or 5432, database=settings.database, user=settings.user, password=settings.password, **kwargs
     )
 
 
-async def open_database(key_path: Path | None, dsn: str | None) -> Database:
+async def open_database(key_path: Path | None, dsn: str | None, password_env: str | None = None) -> Database:
     """The shared database of a source (opened on first use); raises when unreachable."""
     global _lock
     if _lock is None:
@@ -110,7 +141,7 @@ async def open_database(key_path: Path | None, dsn: str | None) -> Database:
     async with _lock:
         database = _databases.get(key)
         if database is None:
-            settings = settings_of(key_path, dsn)
+            settings = settings_of(key_path, dsn, password_env)
             cluster = None
             if settings.cluster is not None:
                 cluster, settings = await loop.run_in_executor(None, start_cluster, settings)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,32 +45,43 @@ def _tool(name: str) -> str:
     return path
 
 
-def _run(args: list[str], what: str) -> str:
+def _run(args: list[str], what: str, env: dict[str, str] | None = None) -> str:
     try:
-        return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+        return subprocess.run(args, check=True, capture_output=True, text=True, env=None if env is None else {**os.environ, **env}).stdout
     except subprocess.CalledProcessError as exc:
         tail = "\n".join((exc.stderr or exc.stdout or "").strip().splitlines()[-15:])
         raise ImportFailed(f"{what} failed:\n{tail}") from None
 
 
-def _connect_args(settings: DatabaseFile) -> list[str]:
-    if settings.dsn:
-        import urllib.parse
+def _connect_args(settings: DatabaseFile, work: Path) -> tuple[list[str], dict[str, str]]:
+    """osm2pgrouting's connection options, and the environment that gives it the password.
 
+    The password goes through a password file in ``work`` (0600; osm2pgrouting sets libpq's
+    ``password`` to an empty value, which ignores ``PGPASSWORD`` but reads ``PGPASSFILE``) and
+    ``PGPASSWORD``, never on the command line, which every user of the machine can read in ``/proc``.
+    """
+    password = settings.password
+    if settings.dsn:
         url = urllib.parse.urlsplit(settings.dsn)
         args = ["-d", url.path.lstrip("/") or "postgres", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432)]
         if url.username:
             args += ["-U", urllib.parse.unquote(url.username)]
-        if url.password:
-            args += ["-W", urllib.parse.unquote(url.password)]
-        return args
-    args = ["-d", settings.database, "-h", settings.host, "-p", str(settings.port or 5432), "-U", settings.user or "postgres"]
-    return [*args, "-W", settings.password] if settings.password else args
+        if url.password and password is None:
+            password = urllib.parse.unquote(url.password)
+    else:
+        args = ["-d", settings.database, "-h", settings.host, "-p", str(settings.port or 5432), "-U", settings.user or "postgres"]
+    if not password:
+        return args, {}
+    passfile = work / "pgpass"
+    fd = os.open(passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("*:*:*:*:" + password.replace("\\", "\\\\").replace(":", "\\:") + "\n")
+    return args, {"PGPASSWORD": password, "PGPASSFILE": str(passfile)}
 
 
 async def _connect(settings: DatabaseFile) -> asyncpg.Connection:
     if settings.dsn:
-        return await asyncpg.connect(settings.dsn)
+        return await asyncpg.connect(settings.dsn, **({"password": settings.password} if settings.password is not None else {}))
     return await asyncpg.connect(
         host=settings.host, port=settings.port or 5432, database=settings.database, user=settings.user, password=settings.password
     )
@@ -145,6 +158,7 @@ def import_osm(
             _run([_tool("osmium"), "cat", str(osm), "-o", str(xml), "-O"], "osmium cat")
             progress.info("osm2pgrouting: splitting the ways at intersections, building the topology")
             mapconfig = resources.files("roadkit_pgrouting").joinpath("mapconfig.xml")
+            connection, environment = _connect_args(settings, work)
             with resources.as_file(mapconfig) as config_path:
                 out = _run(
                     [
@@ -158,9 +172,10 @@ def import_osm(
                         "--tags",
                         "--addnodes",
                         "--clean",
-                        *_connect_args(settings),
+                        *connection,
                     ],
                     "osm2pgrouting",
+                    environment,
                 )
             streets = next((line for line in out.splitlines() if "size of streets" in line), "").strip()
             progress.info(f"osm2pgrouting done ({streets or 'no summary'})")

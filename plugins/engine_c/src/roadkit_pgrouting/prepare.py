@@ -19,7 +19,7 @@ def prepare_source(config: SourceConfig, options: PgOptions, *, force: bool, pro
     if prep is None:
         return False
     storage = options.storage
-    settings = settings_of(storage.database, storage.dsn)
+    settings = settings_of(storage.database, storage.dsn, storage.password_env)
     cluster = None
     if settings.cluster is not None:
         progress.step(f"starting the private PostgreSQL cluster in {settings.cluster}")

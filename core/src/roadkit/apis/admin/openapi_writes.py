@@ -4,9 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from roadkit.config.allocator import LIBRARIES, PATH_REGEX
-from roadkit.config.loader import BBOX_REGEX, HOST_MAX_LENGTH, HOST_REGEX
+from roadkit.config.allocator import LIBRARIES, library_folders
+from roadkit.config.loader import (
+    BBOX_REGEX,
+    CONNECTION_TIMEOUT,
+    ENGINE_TIMEOUT,
+    HEAD_BYTES,
+    HOST_MAX_LENGTH,
+    HOST_REGEX,
+    MAX_CONNECTIONS,
+    MAX_TRACKED_CLIENTS,
+    QUOTA_REQUESTS,
+    QUOTA_WINDOW,
+    RETRY_WAIT,
+    STARTUP_TIMEOUT,
+)
 from roadkit.config.models import max_workers
+from roadkit.config.sites import NETWORK_REGEX
 from roadkit.serving.documents import ID_REGEX
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -152,7 +166,8 @@ def write_paths() -> dict[str, Any]:
                         "409": {
                             "description": (
                                 "A service with this id (or its file) already exists; a listener port is another service's or the "
-                                f"administrator's; the projections folder or a certificate file does not exist; {_HAND_EDITED}"
+                                "administrator's; a listener host is not an address of this machine; the projections folder, a "
+                                f"certificate file or the keys file does not exist; {_HAND_EDITED}"
                             ),
                             **_ERROR,
                         },
@@ -185,8 +200,9 @@ def write_paths() -> dict[str, Any]:
                         "404": {"description": "Unknown service", **_ERROR},
                         "409": {
                             "description": (
-                                "A listener port is another service's or the administrator's; the projections folder or a "
-                                "certificate file does not exist; mode or workers left out and the service's current ones do "
+                                "A listener port is another service's or the administrator's; a listener host is not an address "
+                                "of this machine; the projections folder, a certificate file or the keys file does not exist; "
+                                "mode or workers left out and the service's current ones do "
                                 "not go with the other one sent (same-process runs one worker: send mode and workers together); "
                                 + _HAND_EDITED
                             ),
@@ -254,8 +270,18 @@ def _closed(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
     return schema
 
 
-def _positive(description: str) -> dict[str, Any]:
-    return {"type": "number", "exclusiveMinimum": 0, "description": description}
+def _seconds(bounds: tuple[float, float], description: str) -> dict[str, Any]:
+    """A duration as the loader bounds it (roadkit.config.loader)."""
+    return {"type": "number", "minimum": bounds[0], "maximum": bounds[1], "description": description}
+
+
+#: A value a TOML file can hold: anything but null, at any depth (the files the writes store are TOML).
+TOML_VALUE = {
+    "type": ["string", "number", "boolean", "array", "object"],
+    "items": {"$ref": "#/components/schemas/TomlValue"},
+    "additionalProperties": {"$ref": "#/components/schemas/TomlValue"},
+}
+_TOML_TABLE = {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/TomlValue"}}
 
 
 def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
@@ -317,26 +343,105 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
             ),
             "limits": _closed(
                 {
-                    "engine_timeout": _positive("Seconds an engine may take to answer."),
-                    "max_body_bytes": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
-                    "connect_retry_initial": _positive(
-                        "Seconds before a failed source connection is tried again, doubled after each failure."
+                    "engine_timeout": _seconds(ENGINE_TIMEOUT, "Seconds an engine may take to answer."),
+                    "max_body_bytes": {"type": "integer", "minimum": 1, "maximum": 1 << 30},
+                    "connect_retry_initial": _seconds(
+                        RETRY_WAIT, "Seconds before a failed source connection is tried again, doubled after each failure."
                     ),
-                    "connect_retry_max": _positive(
-                        "Longest wait between two connection attempts (a value below connect_retry_initial caps every wait)."
+                    "connect_retry_max": _seconds(
+                        RETRY_WAIT, "Longest wait between two connection attempts (a value below connect_retry_initial caps every wait)."
                     ),
                 }
             ),
             "http": _closed(
-                {"server": {"enum": ["uvicorn", "hypercorn"], "description": "The HTTP server of the listeners (uvicorn by default)."}}
+                {
+                    "server": {"enum": ["uvicorn", "hypercorn"], "description": "The HTTP server of the listeners (uvicorn by default)."},
+                    "trusted_proxies": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": NETWORK_REGEX, "maxLength": 64},
+                        "description": "Addresses or networks of reverse proxies whose X-Forwarded-* and Forwarded headers are believed.",
+                    },
+                    "head_timeout": _seconds(CONNECTION_TIMEOUT, "Seconds a request's head may take to arrive (10 by default)."),
+                    "body_timeout": _seconds(CONNECTION_TIMEOUT, "Seconds a request's body may take to arrive after its head (30)."),
+                    "keep_alive_timeout": _seconds(CONNECTION_TIMEOUT, "Seconds an idle kept-alive connection stays open (5)."),
+                    "max_url_bytes": {
+                        "type": "integer",
+                        "minimum": HEAD_BYTES[0],
+                        "maximum": HEAD_BYTES[1],
+                        "description": "Longest URL of a request, in bytes (16384); beyond: 414.",
+                    },
+                    "max_header_bytes": {
+                        "type": "integer",
+                        "minimum": HEAD_BYTES[0],
+                        "maximum": HEAD_BYTES[1],
+                        "description": "Most bytes of a request's header lines (32768); beyond: 431.",
+                    },
+                    "max_connections": {
+                        "type": "integer",
+                        "minimum": MAX_CONNECTIONS[0],
+                        "maximum": MAX_CONNECTIONS[1],
+                        "description": "Open connections per worker process (half the open-file limit, at most 10000); beyond: 503.",
+                    },
+                }
             ),
+            "access": _access_schema(),
         },
         ("application",),
     )
 
 
-def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource_types: list[str]) -> dict[str, Any]:
-    """The schemas the write operations refer to, exact for the installed plugins."""
+def _access_schema() -> dict[str, Any]:
+    """``[access]`` of a service file, bounded as the loader bounds it."""
+    count = {"type": "integer", "minimum": QUOTA_REQUESTS[0], "maximum": QUOTA_REQUESTS[1]}
+    quota = _closed(
+        {
+            "requests": {**count, "description": "Requests per window (none: no rate quota)."},
+            "window": {"type": "number", "exclusiveMinimum": 0, "maximum": QUOTA_WINDOW, "description": "Seconds (60)."},
+            "concurrent": {**count, "description": "Requests in progress at once (none: no such quota)."},
+        }
+    )
+    jwt = _closed(
+        {
+            "issuer": {"type": "string", "pattern": "^https?://", "description": "The IAM realm's URL."},
+            "audiences": {"type": "array", "items": _TEXT},
+            "role": _TEXT,
+            "roles_claim": _TEXT,
+            "leeway": {"type": "number", "minimum": 0},
+            "jwks_min_refresh_interval": {"type": "number", "minimum": 0},
+            "timeout": {"type": "number", "exclusiveMinimum": 0},
+        },
+        ("issuer",),
+    )
+    access = _closed(
+        {
+            "keys_file": {**_PATH, "description": "The API keys file ('roadkit api-key create NAME --file ...')."},
+            "jwt": jwt,
+            "anonymous": {"type": "boolean", "description": "Serve requests without credentials, per client address (false)."},
+            "quota": quota,
+            "anonymous_quota": quota,
+            "tracked_clients": {"type": "integer", "minimum": 1, "maximum": MAX_TRACKED_CLIENTS},
+        }
+    )
+    # Some way to serve a request: keys, tokens or anonymous access (the loader refuses a table with none).
+    anonymous = {"properties": {"anonymous": {"const": True}}, "required": ["anonymous"]}
+    access["anyOf"] = [{"required": ["keys_file"]}, {"required": ["jwt"]}, anonymous]
+    return access
+
+
+def _library_path_pattern() -> str:
+    """A file directly in one of the system's library folders (a name of more than dots), as the writes allow."""
+    folders = "|".join(str(folder).replace(".", "\\.") for folder in library_folders())
+    name = "[^/: \\u0000]*[^/: \\u0000.][^/: \\u0000]*"
+    return f"^(?:{folders})/{name}$"
+
+
+def write_schemas(
+    apis: list[tuple[str, str]],
+    source_kinds: list[str],
+    resource_types: list[str],
+    projections: dict[str, tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """The schemas the write operations refer to, exact for the installed plugins (``projections``: of the kinds that fix theirs)."""
     workers = {
         "description": f'Worker processes: "auto" (one per usable core) or 1 to {max_workers()}; more than 1 needs child-process.',
         "anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": max_workers()}],
@@ -344,14 +449,14 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
     entry = {
         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
         "workers": workers,
-        "startup_timeout": _positive("Seconds until a start that is not ready fails."),
+        "startup_timeout": _seconds(STARTUP_TIMEOUT, "Seconds until a start that is not ready fails."),
         "allocator": {
             "description": (
                 'The memory allocator of the worker processes: "auto" (tcmalloc, else jemalloc, else glibc\'s), "system", '
-                '"tcmalloc", "jemalloc" or the absolute path of a shared library (no spaces or \':\'); other than "auto" and '
+                '"tcmalloc", "jemalloc" or a library file of the system\'s library folders, owned by root; other than "auto" and '
                 '"system" needs child-process. One this machine does not have is a 409.'
             ),
-            "anyOf": [{"enum": ["auto", "system", *LIBRARIES]}, {"type": "string", "pattern": PATH_REGEX}],
+            "anyOf": [{"enum": ["auto", "system", *LIBRARIES]}, {"type": "string", "pattern": _library_path_pattern()}],
         },
         "configuration": {"$ref": "#/components/schemas/ServiceConfiguration"},
     }
@@ -361,7 +466,14 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
         "required": ["mode"],
     }
     several = {"not": {"properties": {"mode": {"const": "same-process"}}, "required": ["mode"]}}
+    # A kind that works in fixed projections only (Valhalla: EPSG:4326, the default when left out): one
+    # branch per such kind, one for every other kind.
+    fixed = projections or {}
+    others = [kind for kind in source_kinds if kind not in fixed]
+    by_kind = [{"properties": {"type": {"const": k}, "projection": {"enum": list(only)}}} for k, only in sorted(fixed.items())]
+    by_kind += [{"properties": {"type": {"enum": others}}}] if others else []
     return {
+        "TomlValue": TOML_VALUE,
         "ServiceConfiguration": service_configuration(apis),
         "ServiceCreation": {
             **_closed(
@@ -394,8 +506,10 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
                         {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
                     ],
                 },
-                "timeout": _positive("Seconds the engine may take."),
+                "timeout": _seconds(ENGINE_TIMEOUT, "Seconds the engine may take."),
             },
+            "additionalProperties": {"$ref": "#/components/schemas/TomlValue"},
+            **({"anyOf": by_kind} if fixed else {}),
         },
         "ResourceDocument": _closed(
             {
@@ -403,8 +517,8 @@ def write_schemas(apis: list[tuple[str, str]], source_kinds: list[str], resource
                 "sources": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": ID_REGEX}},
                 "description": _TEXT,
                 "version": _TEXT,
-                "operations": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "object"}}},
-                "apis": {"type": "object", "additionalProperties": {"type": "object"}},
+                "operations": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _TOML_TABLE}},
+                "apis": {"type": "object", "additionalProperties": _TOML_TABLE},
             },
             ("type", "sources"),
         ),

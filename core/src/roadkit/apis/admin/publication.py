@@ -2,6 +2,7 @@
 
 ``PUT`` gives the whole document to the administrator, which checks it completely before writing
 anything, then loads it into the running service; ``DELETE`` takes it out, then removes the file.
+Answers show documents with their passwords (DSNs, URLs, ``password`` keys) as ``***``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from roadkit.apis.admin.backend import AdminBackend
+from roadkit.config.secrets import redact
 from roadkit.serving.documents import Kind, check_id
 from roadkit.web.api import JSONResponse, read_json_body
 
@@ -27,14 +29,14 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
 
     def listing(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            return JSONResponse(admin.documents(service_id(request), kind))
+            return JSONResponse(redact(admin.documents(service_id(request), kind)))
 
         return run
 
     def one(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
             oid = check_id(kind, str(request.path_params[kind]))
-            return JSONResponse(admin.document(service_id(request), kind, oid))
+            return JSONResponse(redact(admin.document(service_id(request), kind, oid)))
 
         return run
 
@@ -45,7 +47,7 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
             admin.describe(sid)  # 404 before the body is read
             body = await read_json_body(request, MAX_BODY_BYTES)
             document, created = await admin.publish(sid, kind, oid, body)
-            return JSONResponse(document, status_code=201 if created else 200)
+            return JSONResponse(redact(document), status_code=201 if created else 200)
 
         return run
 

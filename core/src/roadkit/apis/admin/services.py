@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from roadkit.apis.admin.backend import AdminBackend
+from roadkit.config.secrets import redact
 from roadkit.web.api import JSONResponse, read_json_body
 
 #: The largest service document accepted.
@@ -22,13 +23,13 @@ def management_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler]
 
     async def create(request: Request) -> Response:
         body = await read_json_body(request, MAX_BODY_BYTES)
-        return JSONResponse(await admin.create(body), status_code=201)
+        return JSONResponse(redact(await admin.create(body)), status_code=201)
 
     async def modify(request: Request) -> Response:
         sid = service_id(request)
         admin.describe(sid)  # 404 before reading a body
         body = await read_json_body(request, MAX_BODY_BYTES)
-        return JSONResponse(await admin.modify(sid, body))
+        return JSONResponse(redact(await admin.modify(sid, body)))
 
     async def delete(request: Request) -> Response:
         await admin.delete(service_id(request))
