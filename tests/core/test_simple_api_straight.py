@@ -536,3 +536,21 @@ def test_an_isochrone_above_the_sources_limit_is_a_400(roadkit_service_files: Se
 
 def test_fixture_files_are_in_tmp_path(roadkit_service_files: ServiceFiles, tmp_path: Path) -> None:
     assert roadkit_service_files().is_relative_to(tmp_path)
+
+
+def test_an_unexpected_error_is_a_json_500_with_the_security_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug must not answer a bare text 500 without the headers, on the direct GET path or through Starlette."""
+    from roadkit.config import load_service
+    from roadkit.serving.app import create_app
+
+    async def broken(self: StraightSource, request: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(StraightSource, "route", broken)
+    service = write_service(tmp_path, {"straight": straight_source()}, {"lines": straight_resource("lines", bbox=MONACO)})
+    with TestClient(create_app(load_service(service), straight_plugins()), raise_server_exceptions=False) as broken_client:
+        for response in (broken_client.get(ROUTE, params=BASE), broken_client.post(ROUTE, json=BASE)):
+            assert response.status_code == 500
+            assert response.json() == {"error": {"errorType": "internal", "message": "Internal Server Error"}}
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert "content-security-policy" in response.headers

@@ -23,7 +23,16 @@ from roadkit.plugins import Plugins
 from roadkit.serving.access import AccessControl, Checks
 from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
-from roadkit.web.api import QueryAnswer, QueryRoute, ScopeRoute, http_exception_handler, render_json, server_error_handler
+from roadkit.web.api import (
+    QueryAnswer,
+    QueryRoute,
+    ScopeRoute,
+    error_answer,
+    error_response,
+    http_exception_handler,
+    render_json,
+    server_error_handler,
+)
 from roadkit.web.forwarded import parse_networks
 from roadkit.web.security import SecurityHeaders
 
@@ -162,7 +171,10 @@ class ServiceApp(Starlette):
                 if answer is not None:
                     added = self._added if self._added is not None else await self._learn_added_headers()
                     if added is not None:
-                        status, content = await answer(scope["query_string"])
+                        try:
+                            status, content = await answer(scope["query_string"])
+                        except Exception as exc:  # as Starlette's handler would answer it, with the headers
+                            status, content = error_answer(exc)
                         body = render_json(content)
                         headers = [(b"content-length", str(len(body)).encode("latin-1")), (b"content-type", b"application/json"), *added]
                         if status == 503:  # as web.api.error_response answers it
@@ -173,7 +185,10 @@ class ServiceApp(Starlette):
                 elif self._scoped and (route := self._scope_route(scope["path"])) is not None:
                     added = self._added if self._added is not None else await self._learn_added_headers()
                     if added is not None:
-                        response = await route.answer(scope)
+                        try:
+                            response = await route.answer(scope)
+                        except Exception as exc:
+                            response = error_response(exc)
                         own = response.raw_headers
                         present = {name for name, _ in own}
                         headers = [*own, *(header for header in added if header[0] not in present)]

@@ -20,6 +20,7 @@ from roadkit.config.convert import structure
 from roadkit.errors import BadRequest, ParameterInvalid, RoadkitError
 from roadkit.routing.json_input import JsonInputError, read_json
 from roadkit.web.forwarded import public_url
+from roadkit.web.security import DEFAULT_SECURITY_HEADERS
 
 if TYPE_CHECKING:
     from roadkit.web.view import ServiceView
@@ -204,8 +205,11 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
 
 
 async def server_error_handler(request: Request, exc: Exception) -> Response:
-    """Any unexpected exception: a bare 500, details in the log only."""
-    return error_response(exc)
+    """Any unexpected exception: a bare 500, details in the log only. Starlette calls this outside every
+    middleware, so the answer carries the security headers itself."""
+    response = error_response(exc)
+    response.headers.update(DEFAULT_SECURITY_HEADERS)
+    return response
 
 
 def fallback_route(routes: list[BaseRoute]) -> BaseRoute:
