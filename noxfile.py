@@ -24,14 +24,26 @@ def _existing(paths: list[str]) -> list[str]:
     return [f"./{p}" for p in paths if (ROOT / p / "pyproject.toml").exists()]
 
 
-def _install_project(session: nox.Session, *, apps: bool, testing: bool = False) -> None:
-    # core's ``testing`` extra brings what roadkit.testing (the plugin authors' helpers) imports.
-    dists = ["./libs/support", "./core[testing]" if testing else "./core", *_existing(ENGINE_PLUGINS)]
+#: Every third-party distribution, pinned with its hashes: the dependencies of the project's distributions
+#: and the test, lint and documentation tools (``./dev lock`` regenerates it from requirements/lock.in).
+LOCK = "requirements/lock.txt"
+#: The project's own distributions, which the lock leaves out (they are installed from their folders).
+OWN = ["roadkit", "roadkit-support", "roadkit-osrm", "roadkit-valhalla", "roadkit-pgrouting", "roadkit-deviam", "roadkit-client"]
+
+
+def _install_locked(session: nox.Session) -> None:
+    """The lock's distributions, each checked against its hashes (pip refuses any file whose hash differs)."""
+    session.install("--disable-pip-version-check", "--require-hashes", "-r", LOCK)
+
+
+def _install_project(session: nox.Session, *, apps: bool) -> None:
+    _install_locked(session)
+    dists = ["./libs/support", "./core", *_existing(ENGINE_PLUGINS)]
     if apps:
         dists += _existing(APPS)
-    # Non-editable installs: tests run against installed metadata (entry points).
-    session.install("--disable-pip-version-check", "--force-reinstall", "--no-deps", *dists)
-    session.install("--disable-pip-version-check", *dists)
+    # Non-editable installs: tests run against installed metadata (entry points). Their dependencies come
+    # from the lock only (--no-deps), and so does their build backend (hatchling: --no-build-isolation).
+    session.install("--disable-pip-version-check", "--force-reinstall", "--no-deps", "--no-build-isolation", *dists)
 
 
 @nox.session(python=PYTHON)
@@ -41,8 +53,7 @@ def tests(session: nox.Session) -> None:
 
     ``ROADKIT_LINT=0 ./dev tests -- tests/core -x`` skips the lint while iterating; CI never does.
     """
-    _install_project(session, apps=True, testing=True)
-    session.install("--disable-pip-version-check", "-r", "tests/requirements.txt")
+    _install_project(session, apps=True)  # the lock holds tests/requirements.txt too
     if os.environ.get("ROADKIT_LINT", "1") != "0":
         _lint(session)
         _docs(session)
@@ -91,7 +102,7 @@ TYPED = [
 
 def _lint(session: nox.Session) -> None:
     """ruff (rules and line length), ruff format --check on the whole tree, mypy --strict on the packages, core's layers."""
-    session.install("--disable-pip-version-check", "-r", "tools/lint-requirements.txt")
+    _install_locked(session)  # the lock holds tools/lint-requirements.txt
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", *[path for path in TYPED if (ROOT / path).is_dir()])
@@ -107,7 +118,7 @@ def lint(session: nox.Session) -> None:
 
 def _docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml, docs/) built with every warning an error, into .cache/site (not committed)."""
-    session.install("--disable-pip-version-check", "-r", "tools/docs-requirements.txt")
+    _install_locked(session)  # the lock holds tools/docs-requirements.txt
     # NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, printed on every build.
     session.run(
         "mkdocs",
@@ -128,6 +139,22 @@ def docs(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def lock(session: nox.Session) -> None:
+    """Regenerate requirements/lock.txt (and ./dev's nox pin, the resolver's pin) with hashes, for Python 3.12.
+
+    ``./dev lock`` after changing a dependency in a pyproject.toml or a requirements file; ``./dev lock --
+    --upgrade`` moves every pin to its newest release. The lock leaves the project's own distributions out.
+    """
+    session.install("--disable-pip-version-check", "--require-hashes", "-r", "tools/uv-requirements.txt")
+    compile_ = ["uv", "pip", "compile", "--generate-hashes", "--python-version", PYTHON, "--quiet", *session.posargs]
+    with session.chdir(ROOT):
+        session.run(*compile_, *[f"--no-emit-package={name}" for name in OWN], "requirements/lock.in", "-o", LOCK)
+        session.run(*compile_, "-c", LOCK, "tools/bench-requirements.txt", "-o", "requirements/bench-lock.txt")
+        for tool in ("nox", "uv"):
+            session.run(*compile_, f"tools/{tool}-requirements.in", "-o", f"tools/{tool}-requirements.txt")
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """roadkit against the engines' own servers, whole machine, over concurrency and workers: CSV, PNG, the documentation's table.
 
@@ -135,7 +162,7 @@ def bench(session: nox.Session) -> None:
     benchmarks run on their own from the repository root (``python -m bench.bench_pgrouting``...).
     """
     _install_project(session, apps=False)
-    session.install("aiohttp", "matplotlib", "uvloop", "py-spy")
+    session.install("--disable-pip-version-check", "--require-hashes", "-r", "requirements/bench-lock.txt")  # matplotlib, py-spy
     env = {"ROADKIT_CACHE": str(ROOT / ".cache")}
     # ``bench`` is a package of the repository: run as modules from its root (nox runs sessions from
     # the noxfile's folder, the root; ``-m`` puts the working directory first on the module path).
