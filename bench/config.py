@@ -100,7 +100,7 @@ def roadkit_files(
             "car.source": f'id = "car"\ntype = "osrm"\nprojection = "EPSG:4326"\n[storage]\nfile = "{osrm_dataset()}"\n'
             '[cost]\nprofile = "car"\noptimization = "fastest"\n'
         }
-        resource = 'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n'
+        resource = 'id = "monaco"\ntype = "osrm"\nsources = ["car"]\n[operations.route]\n[operations.nearest]\n[operations.matrix]\n'
         if native_api:
             resource += '[apis.osrm]\nprofiles = { driving = "car" }\n'
         apis: Sequence[tuple[str, str]] = SIMPLE_AND_OSRM_APIS if native_api else ()
@@ -115,7 +115,7 @@ def roadkit_files(
         }
         resource = (
             'id = "monaco"\ntype = "valhalla"\nsources = ["valhalla"]\n[operations.route]\n[operations.nearest]\n'
-            "[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n"
+            "[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n[operations.matrix]\n"
         )
         apis = ()
     return service_files(

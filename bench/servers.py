@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,9 +16,50 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.common import EXAMPLE, cache_root, pin_server, wait_http
+from bench.common import EXAMPLE, MONACO_BBOX, cache_root, pin_server, wait_http
 
 Point = tuple[float, float]
+#: The sources and the targets of each matrix request (100 x 100: the demo resources' limits).
+MATRIX_SIDE = 100
+
+
+def matrix_points(a: Point, b: Point) -> tuple[list[Point], list[Point]]:
+    """The 100 sources and 100 targets of a matrix scenario's request: random Monaco points drawn from a seed (the pair)."""
+    rng = random.Random(f"{a}{b}")
+    xmin, ymin, xmax, ymax = MONACO_BBOX
+
+    def side() -> list[Point]:
+        return [(round(rng.uniform(xmin, xmax), 5), round(rng.uniform(ymin, ymax), 5)) for _ in range(MATRIX_SIDE)]
+
+    return side(), side()
+
+
+def _table_path(a: Point, b: Point) -> str:
+    sources, targets = matrix_points(a, b)
+    coordinates = ";".join(f"{x},{y}" for x, y in sources + targets)
+    rows, columns = range(MATRIX_SIDE), range(MATRIX_SIDE, 2 * MATRIX_SIDE)
+    return (
+        f"/table/v1/driving/{coordinates}?annotations=duration,distance&generate_hints=false"
+        f"&sources={';'.join(map(str, rows))}&destinations={';'.join(map(str, columns))}"
+    )
+
+
+def _sources_to_targets_path(a: Point, b: Point) -> str:
+    sources, targets = matrix_points(a, b)
+    body = {
+        "sources": [{"lon": x, "lat": y} for x, y in sources],
+        "targets": [{"lon": x, "lat": y} for x, y in targets],
+        "costing": "auto",
+        "verbose": False,
+    }
+    return "/sources_to_targets?json=" + urllib.parse.quote(json.dumps(body, separators=(",", ":")))
+
+
+def _matrix_path(a: Point, b: Point) -> str:
+    sources, targets = matrix_points(a, b)
+    points = ["|".join(f"{x},{y}" for x, y in side) for side in (sources, targets)]
+    return f"/simple/1.0.0/matrix?resource=monaco&sources={points[0]}&targets={points[1]}&timeUnit=second"
+
 
 #: scenario -> (engine family, engine URL path of a pair, roadkit URL path of a pair, what it is)
 SCENARIOS: dict[str, tuple[str, Callable[[Point, Point], str], Callable[[Point, Point], str], str]] = {
@@ -74,6 +116,8 @@ SCENARIOS: dict[str, tuple[str, Callable[[Point, Point], str], Callable[[Point, 
         lambda a, b: f"/simple/1.0.0/isochrone?resource=monaco&point={a[0]},{a[1]}&costType=time&costValue=300&timeUnit=second",
         "Valhalla 5-minute isochrone",
     ),
+    "osrm-matrix": ("osrm", _table_path, _matrix_path, "OSRM 100 x 100 matrix (durations and distances)"),
+    "valhalla-matrix": ("valhalla", _sources_to_targets_path, _matrix_path, "Valhalla 100 x 100 matrix (concise)"),
 }
 
 

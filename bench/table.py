@@ -27,6 +27,9 @@ TARGETS = {
     "osrm-native": 0.5,
     "valhalla-route": 1.0,
     "valhalla-isochrone": 1.0,
+    # 100 x 100 matrices
+    "osrm-matrix": 0.8,
+    "valhalla-matrix": 1.0,
 }
 #: scenario -> the most p50 overhead at one client, in ms (issue 11: OSRM routes through the simple API)
 P50_LIMITS = {"osrm-polyline": 0.5, "osrm-geojson-steps": 0.5}

@@ -99,7 +99,7 @@ def test_the_default_service_offers_every_operation(roadkit_client: ClientFactor
         capabilities = test_client.get("/simple/1.0.0/getcapabilities").json()
         route = get(test_client, ROUTE, resource="straight", start="0,0", end="1,0", timeUnit="second").json()
     assert [r["id"] for r in capabilities["resources"]] == ["straight"]
-    assert [o["id"] for o in capabilities["resources"][0]["availableOperations"]] == ["route", "isochrone", "nearest"]
+    assert [o["id"] for o in capabilities["resources"][0]["availableOperations"]] == ["route", "isochrone", "nearest", "matrix"]
     assert route["distance"] == pytest.approx(math.radians(1) * 6_371_008.8)
     assert route["duration"] == pytest.approx(route["distance"] / CAR)
 
@@ -165,12 +165,12 @@ def test_capabilities_list_the_resource_operations_and_their_urls(client: TestCl
     assert body["api"] == {"name": "simple", "version": "1.0.0"}
     assert body["info"]["url"] == "http://testserver/simple/1.0.0/"
     assert [(o["id"], o["url"], o["methods"]) for o in body["operations"]] == [
-        (op, f"http://testserver/simple/1.0.0/{op}?", ["GET", "POST"]) for op in ("route", "isochrone", "nearest")
+        (op, f"http://testserver/simple/1.0.0/{op}?", ["GET", "POST"]) for op in ("route", "isochrone", "nearest", "matrix")
     ]
     (resource,) = body["resources"]
     assert resource["id"] == "lines"
     operations = {o["id"]: {p["id"]: p for p in o["availableParameters"]} for o in resource["availableOperations"]}
-    assert list(operations) == ["route", "isochrone", "nearest"]
+    assert list(operations) == ["route", "isochrone", "nearest", "matrix"]
     route = operations["route"]
     assert route["start"]["values"] == {"bbox": MONACO, "projection": "EPSG:4326"}
     assert route["profile"] == {"id": "profile", "values": ["car", "pedestrian"], "defaultValue": "car"}

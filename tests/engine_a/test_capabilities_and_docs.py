@@ -23,7 +23,7 @@ def test_capabilities_describe_service_operations_and_resources(client: TestClie
     assert caps["info"]["contact"] == {"email": "roadkit@example.org"}
     assert caps["provider"]["name"] == "roadkit demo"
     assert caps["api"] == {"name": "simple", "version": "1.0.0"}
-    assert [op["id"] for op in caps["operations"]] == ["route", "nearest"]
+    assert [op["id"] for op in caps["operations"]] == ["route", "nearest", "matrix"]
     route = caps["operations"][0]
     names = [p["name"] for p in route["parameters"]]
     assert names[:4] == ["resource", "start", "end", "intermediates"]
@@ -47,10 +47,16 @@ def test_capabilities_describe_service_operations_and_resources(client: TestClie
     assert nearest["nbPoints"]["values"] == {"min": 1, "max": 10}
 
 
-def test_capability_urls_use_the_request_host(client: TestClient) -> None:
+def test_capability_urls_use_the_request_host(client: TestClient, osrm_example: Path) -> None:
+    forwarded = {"x-forwarded-host": "maps.example.org", "x-forwarded-proto": "https"}
     plain = client.get(CAPS).json()
     assert plain["operations"][0]["url"] == "http://testserver/simple/1.0.0/route?"
-    proxied = client.get(CAPS, headers={"x-forwarded-host": "maps.example.org", "x-forwarded-proto": "https"}).json()
+    forged = client.get(CAPS, headers=forwarded).json()  # no trusted proxy: anyone could have written them
+    assert forged["operations"][0]["url"] == "http://testserver/simple/1.0.0/route?"
+    behind = osrm_example / "service-behind-proxy.toml"  # beside service.toml: the same relative paths
+    behind.write_text((osrm_example / "service.toml").read_text() + '\n[http]\ntrusted_proxies = ["10.0.0.0/8"]\n')
+    with TestClient(create_app(load_service(behind), Plugins.create()), client=("10.0.0.5", 40000)) as proxy:
+        proxied = proxy.get(CAPS, headers=forwarded).json()
     assert proxied["operations"][0]["url"] == "https://maps.example.org/simple/1.0.0/route?"
     assert proxied["info"]["url"] == "https://maps.example.org/simple/1.0.0/"
 
@@ -61,7 +67,7 @@ def test_renamed_operations_are_served_and_advertised(osrm_example: Path, monkey
     app = create_app(load_service(osrm_example / "service.toml"), Plugins.create())
     with TestClient(app) as renamed:
         caps = renamed.get(CAPS).json()
-        assert [op["url"].rsplit("/", 1)[1] for op in caps["operations"]] == ["itineraire?", "plus-proche?"]
+        assert [op["url"].rsplit("/", 1)[1] for op in caps["operations"]] == ["itineraire?", "plus-proche?", "matrix?"]
         ok = renamed.get(
             "/simple/1.0.0/itineraire", params={"resource": "monaco-osrm", "start": "7.41337,43.72956", "end": "7.41983,43.73115"}
         )
@@ -79,7 +85,7 @@ def test_simple_api_openapi_document_is_valid_and_linked(client: TestClient) -> 
     validate(document)
     assert document["openapi"] == "3.1.0"
     # Only the operations a resource offers (no isochrone on the OSRM-only example).
-    assert set(document["paths"]) == {"/getcapabilities", "/route", "/nearest"}
+    assert set(document["paths"]) == {"/getcapabilities", "/route", "/nearest", "/matrix"}
 
 
 def test_viewer_works_offline_and_links_to_the_definition(client: TestClient) -> None:

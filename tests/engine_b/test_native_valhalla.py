@@ -1,4 +1,4 @@
-"""The native OSRM API on a Valhalla resource: route and nearest in Valhalla's OSRM-format output."""
+"""The native OSRM API on a Valhalla resource: route and nearest in Valhalla's OSRM-format output, table through the matrix."""
 
 from __future__ import annotations
 
@@ -56,7 +56,56 @@ def test_nearest_points_on_valhalla(client: TestClient) -> None:
         assert waypoint["distance"] == pytest.approx(point["distance"], abs=0.01)
 
 
-@pytest.mark.parametrize("service", ["table", "trip", "match"])
+def test_table_is_the_simple_api_matrix_in_osrm_routed_shape(client: TestClient) -> None:
+    response = client.get(f"/osrm/1.0.0/monaco-valhalla/table/v1/car/{COORDS}?sources=0;1&destinations=2;0&annotations=distance,duration")
+    assert response.status_code == 200, response.text
+    table = response.json()
+    assert list(table) == ["code", "distances", "destinations", "durations", "sources"]  # osrm-routed's order
+    points = {"resource": "monaco-valhalla", "sources": f"{START[0]},{START[1]}|{VIA[0]},{VIA[1]}", "timeUnit": "second"}
+    matrix = client.get("/simple/1.0.0/matrix", params=points | {"targets": f"{END[0]},{END[1]}|{START[0]},{START[1]}"}).json()
+    assert table["durations"] == [[round(v, 1) for v in row] for row in matrix["durations"]]
+    assert table["distances"] == [[round(v, 1) for v in row] for row in matrix["distances"]]
+    for waypoints, points_ in ((table["sources"], matrix["sources"]), (table["destinations"], matrix["targets"])):
+        assert [w["location"] for w in waypoints] == [[round(c, 6) for c in p["geometry"]] for p in points_]
+        assert [w["distance"] for w in waypoints] == pytest.approx([p["distance"] for p in points_])
+    assert table["durations"][0][1] == 0 and table["durations"][0][0] > 60
+    # The default annotation (durations), every coordinate as source and destination, no waypoints when skipped.
+    square = client.get(f"/osrm/1.0.0/monaco-valhalla/table/v1/driving/{COORDS}?skip_waypoints=true").json()
+    assert list(square) == ["code", "durations"] and len(square["durations"]) == 3 and {len(r) for r in square["durations"]} == {3}
+    posted = client.post("/osrm/1.0.0/monaco-valhalla/table/v1/car", json={"coordinates": [START, VIA, END], "annotations": ["distance"]})
+    assert posted.status_code == 200 and list(posted.json()) == ["code", "distances", "destinations", "sources"]
+
+
+@pytest.mark.parametrize(
+    ("query", "code", "message"),
+    [
+        ("?bearings=0,20;;", "InvalidOptions", "bearings is not available on this service"),
+        ("?radiuses=5;5;5", "InvalidOptions", "radiuses is not available on this service"),
+        ("?exclude=motorway", "InvalidOptions", "exclude is not available on this service"),
+        ("?sources=0;7", "InvalidOptions", ""),
+        ("?scale_factor=0", "InvalidOptions", "scale_factor must be > 0"),
+    ],
+)
+def test_table_options_valhalla_cannot_apply_are_refused_as_osrm_words_them(
+    client: TestClient, query: str, code: str, message: str
+) -> None:
+    response = client.get(f"/osrm/1.0.0/monaco-valhalla/table/v1/car/{COORDS}{query}")
+    assert response.status_code == 400
+    assert response.json() == {"message": message, "code": code}
+
+
+def test_table_refuses_a_point_outside_the_area_and_too_many_points(client: TestClient) -> None:
+    far = client.get(f"/osrm/1.0.0/monaco-valhalla/table/v1/car/{COORDS};2.35,48.85")
+    assert far.status_code == 400
+    assert far.json() == {"message": "Could not find a matching segment for coordinate 3", "code": "NoSegment"}
+    # Valhalla has no multimodal matrix: the resource's matrix lists car and pedestrian only.
+    multimodal = client.get(f"/osrm/1.0.0/monaco-valhalla/table/v1/multimodal/{COORDS}")
+    assert (multimodal.status_code, multimodal.json()["code"]) == (400, "InvalidService")
+    many = ";".join([f"{START[0]},{START[1]}"] * 101)
+    assert client.get(f"/osrm/1.0.0/monaco-valhalla/table/v1/car/{many}").json()["code"] == "TooBig"
+
+
+@pytest.mark.parametrize("service", ["trip", "match"])
 def test_services_valhalla_cannot_answer_are_refused_clearly(client: TestClient, service: str) -> None:
     response = client.get(f"/osrm/1.0.0/monaco-valhalla/{service}/v1/car/{COORDS}")
     assert response.status_code == 400
@@ -78,7 +127,7 @@ def test_osrm_errors_on_valhalla(client: TestClient) -> None:
     malformed = client.get(f"/osrm/1.0.0/monaco-valhalla/route/v1/car/{COORDS}?steps=maybe")
     assert malformed.status_code == 400 and malformed.json()["code"] == "InvalidQuery"
     listed = {r["id"]: r for r in client.get("/osrm/1.0.0/resources").json()}
-    assert listed["monaco-valhalla"]["services"] == ["route", "nearest"]
+    assert listed["monaco-valhalla"]["services"] == ["route", "nearest", "table"]
 
 
 @pytest.mark.parametrize("service", ["route", "nearest"])

@@ -156,6 +156,31 @@ class NearestResponse:
 
 
 @attrs.frozen
+class MatrixRequest:
+    """Travel durations and distances from each of ``sources`` to each of ``targets``, for one cost of one source."""
+
+    sources: tuple[Coord, ...]
+    targets: tuple[Coord, ...]
+    cost: Cost
+    constraints: tuple[Constraint, ...] = ()
+    date_time: datetime | None = None
+
+
+@attrs.frozen
+class MatrixResponse:
+    """One row per source, one column per target: seconds and meters, ``None`` where no path leads.
+
+    ``sources`` and ``targets`` are the points as snapped on the network (source CRS), each with its
+    snapping distance in meters.
+    """
+
+    sources: list[NearestPoint]
+    targets: list[NearestPoint]
+    durations: list[list[float | None]]
+    distances: list[list[float | None]]
+
+
+@attrs.frozen
 class IsochroneRequest:
     """Areas reachable within each of ``cost_values`` (seconds for time, meters for distance)."""
 

@@ -12,7 +12,7 @@ from roadkit.config.models import ResourceConfig
 from roadkit.errors import OperationNotPermitted, ParameterInvalid
 from roadkit.routing.constraints import bans_capability, check_constraint_types, learn_bans
 from roadkit.routing.geometry import GEOMETRY_FORMATS
-from roadkit.routing.operations import OPERATIONS
+from roadkit.routing.operations import MATRIX_MOST_CELLS, MATRIX_MOST_SOURCES, MATRIX_MOST_TARGETS, OPERATIONS
 from roadkit.routing.parameters import ConstraintParameter, Parameter, PointParameter, build_parameter
 from roadkit.routing.projections import ProjectionRegistry
 from roadkit.routing.source import Source
@@ -27,6 +27,8 @@ class ResourceOperation:
 
     id: str
     parameters: dict[str, Parameter]
+    #: The matrix's limits (``sources``, ``targets``, ``cells``: the most of each); empty for other operations.
+    limits: dict[str, int] = attrs.field(factory=dict)
 
     def __getitem__(self, name: str) -> Parameter:
         return self.parameters[name]
@@ -81,7 +83,7 @@ UNIT_PARAMETERS = {"timeUnit": "time", "distanceUnit": "distance"}
 def _derived_values(name: str, op: str, sources: list[Source], projections: ProjectionRegistry, units: UnitRegistry) -> list[str] | None:
     costs = [cost for source in sources for cost in source.costs()]
     if name == "profile":
-        wanted = [c.profile for c in costs if (c.optimization if op == "route" else c.cost_type)]
+        wanted = [c.profile for c in costs if (c.optimization if op in ("route", "matrix") else c.cost_type)]
     elif name == "optimization":
         wanted = [c.optimization for c in costs if c.optimization]
     elif name == "costType":
@@ -141,12 +143,19 @@ def build_resource(
         if op not in supported:
             problems.append(f"{where}: sources of type {config.type!r} do not offer {op!r}")
             continue
-        known = {spec.name for spec in OPERATIONS[op]}
+        specs = OPERATIONS[op]
+        limits: dict[str, int] = {}
+        if op == "matrix":
+            settings = dict(settings)
+            limits = matrix_limits(settings.pop("limits", {}), f"{where}.limits", problems)
+            most = {"sources": limits["sources"], "targets": limits["targets"]}
+            specs = tuple(attrs.evolve(spec, max=most[spec.name]) if spec.name in most else spec for spec in specs)
+        known = {spec.name for spec in specs}
         for name in settings:
             if name not in known:
                 problems.append(f"{where}.{name}: unknown parameter of {op} (expected one of {', '.join(sorted(known))})")
         params: dict[str, Parameter] = {}
-        for spec in OPERATIONS[op]:
+        for spec in specs:
             if spec.name == "resource":
                 continue
             derived = _derived_values(spec.name, op, sources, projections, units)
@@ -167,7 +176,7 @@ def build_resource(
         for value in getattr(crs, "values", ()):
             if value not in projections:
                 problems.append(f"{where}.crs.values: unknown projection {value!r}")
-        operations[op] = ResourceOperation(op, params)
+        operations[op] = ResourceOperation(op, params, limits)
     resource = Resource(config, sources, operations)
     for source in sources:
         for cost in source.costs():
@@ -178,8 +187,26 @@ def build_resource(
     return (None, problems) if problems else (resource, [])
 
 
+def matrix_limits(settings: Any, where: str, problems: list[str]) -> dict[str, int]:
+    """The most sources, targets and cells of a matrix (``[operations.matrix.limits]``), defaults for those not set."""
+    limits = {"sources": MATRIX_MOST_SOURCES, "targets": MATRIX_MOST_TARGETS, "cells": MATRIX_MOST_CELLS}
+    if not isinstance(settings, dict):
+        problems.append(f"{where}: expected a table of sources, targets and cells, got {settings!r}")
+        return limits
+    for key, value in settings.items():
+        if key not in limits:
+            problems.append(f"{where}.{key}: unknown limit (expected sources, targets or cells)")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"{where}.{key}: expected a positive integer, got {value!r}")
+        else:
+            limits[key] = value
+    return limits
+
+
 def _capability(parameter: Parameter, op: str) -> dict[str, Any]:
     entry = parameter.capability()
+    if op == "matrix" and isinstance(parameter, PointParameter):
+        entry["min"], entry["max"] = parameter.spec.min, parameter.spec.max
     if isinstance(parameter, ConstraintParameter):
         combinations = bans_capability(parameter, op)
         if combinations:  # only engines that ban some combinations only (OSRM) restrict them
@@ -195,6 +222,7 @@ def capabilities_of(resource: Resource) -> dict[str, Any]:
         "availableOperations": [
             {
                 "id": op.id,
+                **({"limits": dict(op.limits)} if op.limits else {}),
                 "availableParameters": [{"id": "resource", "values": [resource.id]}]
                 + [_capability(p, op.id) for p in op.parameters.values()],
             }

@@ -13,7 +13,7 @@ from typing import ClassVar
 import pytest
 
 from roadkit.errors import UnsupportedOperation
-from roadkit.routing.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.routing.model import Coord, Cost, IsochroneRequest, MatrixRequest, NearestRequest, RouteRequest
 from roadkit.routing.source import Source, SourceState
 
 
@@ -84,12 +84,13 @@ class SourceContract:
         self, contract_source: Source, contract_points: Sequence[Coord]
     ) -> None:
         operations = type(contract_source).operations
-        assert operations and operations <= {"route", "isochrone", "nearest"}, operations
+        assert operations and operations <= {"route", "isochrone", "nearest", "matrix"}, operations
         point = contract_points[0]
         unsupported: dict[str, Callable[[], Awaitable[object]]] = {
             "route": lambda: contract_source.route(RouteRequest((point, contract_points[-1]), Cost("car", "fastest"))),
             "isochrone": lambda: contract_source.isochrone(IsochroneRequest(point, Cost("car", cost_type="time"), (60.0,))),
             "nearest": lambda: contract_source.nearest(NearestRequest(point, 1)),
+            "matrix": lambda: contract_source.matrix(MatrixRequest((point,), (point,), Cost("car", "fastest"))),
         }
         for name, call in unsupported.items():
             if name not in operations:
@@ -122,3 +123,17 @@ class SourceContract:
         assert contract_source.state is SourceState.INIT
         await contract_source.connect()
         assert contract_source.health()["state"] == "green"
+
+    async def test_contract_matrix(self, contract_source: Source, contract_points: Sequence[Coord]) -> None:
+        if "matrix" not in contract_source.operations:
+            with pytest.raises(UnsupportedOperation):
+                await contract_source.matrix(MatrixRequest(tuple(contract_points), tuple(contract_points), Cost("car", "fastest")))
+            return
+        start, end = contract_points[0], contract_points[-1]
+        result = await contract_source.matrix(MatrixRequest((start, end), (end,), _route_cost(contract_source)))
+        assert len(result.sources) == 2 and len(result.targets) == 1, "one snapped point per requested point"
+        assert all(p.distance >= 0 for p in [*result.sources, *result.targets])
+        assert [len(row) for row in result.durations] == [1, 1] and [len(row) for row in result.distances] == [1, 1]
+        assert result.durations[0][0] is not None and result.durations[0][0] > 0, "the contract points are routable"
+        assert result.distances[0][0] is not None and result.distances[0][0] > 0
+        assert result.durations[1][0] == pytest.approx(0.0, abs=0.5), "from a point to itself"

@@ -80,7 +80,7 @@ speed = {float(pedestrian)!r}
 def straight_resource(
     resource_id: str = "straight", *, sources: Sequence[str] = ("straight",), bbox: str = WORLD, version: str = "1.0"
 ) -> str:
-    """A ``straight`` resource document offering route, isochrone and nearest on ``sources`` of :func:`straight_source`."""
+    """A ``straight`` resource document offering route, isochrone, nearest and matrix on ``sources`` of :func:`straight_source`."""
     box = f'{{ bbox = "{bbox}", projection = "EPSG:4326" }}'
     crs = '{ values = ["EPSG:4326", "EPSG:3857"], default = "EPSG:4326" }'
     listed = ", ".join(f'"{s}"' for s in sources)
@@ -120,6 +120,16 @@ distanceUnit = {{ values = ["meter", "kilometer"], default = "meter" }}
 coordinates = {box}
 nbPoints = {{ min = 1, max = 10, default = 1 }}
 crs = {crs}
+
+[operations.matrix]
+sources = {box}
+targets = {box}
+profile = {{ values = ["car", "pedestrian"], default = "car" }}
+optimization = {{ values = ["fastest", "shortest"], default = "fastest" }}
+crs = {crs}
+timeUnit = {{ values = ["hour", "minute", "second", "standard"], default = "second" }}
+distanceUnit = {{ values = ["meter", "kilometer"], default = "meter" }}
+limits = {{ sources = 20, targets = 30, cells = 400 }}
 """
 
 

@@ -5,7 +5,9 @@ line (a sphere of radius :data:`EARTH_RADIUS` meters), its duration that distanc
 the request's cost; each leg is a portion with two steps (``depart`` along the leg, ``arrive`` at
 its end). An isochrone is a circle around the point whose radius is the speed times the time (or
 the distance itself), a :data:`CIRCLE_VERTICES`-gon; a value of 0 reaches only the point (a
-``Point``). The nearest points are the point itself, as many times as asked, at distance 0.
+``Point``). The nearest points are the point itself, as many times as asked, at distance 0. A
+matrix holds the great-circle distances between its points and their durations at the cost's speed,
+every point snapped where it is (distance 0).
 
 A ``.source`` file of the kind (lon/lat sources only, ``projection = "EPSG:4326"``)::
 
@@ -50,6 +52,8 @@ from roadkit.routing.model import (
     Cost,
     IsochroneRequest,
     IsochroneResponse,
+    MatrixRequest,
+    MatrixResponse,
     NearestPoint,
     NearestRequest,
     NearestResponse,
@@ -154,7 +158,7 @@ class StraightSource(Source):
 
     kind = "straight"
     options_class = StraightOptions
-    operations = frozenset({"route", "isochrone", "nearest"})
+    operations = frozenset({"route", "isochrone", "nearest", "matrix"})
 
     def __init__(self, config: SourceConfig, options: StraightOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
@@ -209,6 +213,15 @@ class StraightSource(Source):
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         return NearestResponse([NearestPoint(request.point, 0.0) for _ in range(request.number)])
+
+    async def matrix(self, request: MatrixRequest) -> MatrixResponse:
+        speed = self._cost(request.cost).meters_per_second
+        meters = [[great_circle(a, b) for b in request.targets] for a in request.sources]
+        durations: list[list[float | None]] = [[d / speed for d in row] for row in meters]
+        distances: list[list[float | None]] = [list(row) for row in meters]
+        return MatrixResponse(
+            [NearestPoint(p, 0.0) for p in request.sources], [NearestPoint(p, 0.0) for p in request.targets], durations, distances
+        )
 
     def _cost(self, cost: Cost) -> StraightCost:
         setting = self.setting(cost)

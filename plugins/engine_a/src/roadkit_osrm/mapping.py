@@ -9,6 +9,7 @@ access copies the part below it, so each part is read once) or the dict of a par
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -21,11 +22,14 @@ from roadkit.contract.sources import (
     Coord,
     Cost,
     EngineError,
+    MatrixRequest,
+    MatrixResponse,
     NearestPoint,
     NearestRequest,
     NearestResponse,
     NoPathFound,
     ParameterInvalid,
+    PointNotSnapped,
     Portion,
     RoadkitError,
     RouteRequest,
@@ -40,6 +44,8 @@ NO_PATH_CODES = frozenset({"NoRoute", "NoSegment", "NoMatch", "NoTrips", "NoTabl
 REQUEST_ERROR_CODES = frozenset({"InvalidValue", "InvalidOptions", "InvalidQuery", "InvalidUrl", "TooBig"})
 #: The message of a ban combination the dataset's profile did not declare excludable.
 EXCLUDE_UNSUPPORTED = "Exclude flag combination is not supported"
+#: OSRM's message for a coordinate it snaps to no segment (NoSegment), with the coordinate's index.
+_UNSNAPPED = re.compile(r"for coordinate (\d+)")
 
 
 def _lonlat(point: Coord) -> str:
@@ -49,7 +55,7 @@ def _lonlat(point: Coord) -> str:
 class OsrmKind:
     """What every OSRM source kind declares and answers alike, in process (``osrm``) or over HTTP (``osrm-http``)."""
 
-    operations = frozenset({"route", "nearest"})
+    operations = frozenset({"route", "nearest", "matrix"})
     #: banned values are OSRM exclude classes
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}
     #: services of the native OSRM API these sources answer (see roadkit.contract.native_osrm)
@@ -133,6 +139,89 @@ class NearestQuery:
 
     def params(self) -> dict[str, str]:
         return {"number": str(self.number)}
+
+
+@attrs.frozen
+class TableQuery:
+    """An OSRM table request: durations and distances from the sources to the targets, excluded classes.
+
+    A square matrix (the targets are the sources) sends its points once; otherwise the sources come
+    first, then the targets, each indexed by OSRM's ``sources`` and ``destinations``.
+    """
+
+    sources: tuple[Coord, ...]
+    targets: tuple[Coord, ...]
+    exclude: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, request: MatrixRequest) -> TableQuery:
+        exclude = tuple(sorted({c.field for c in request.constraints if c.type == "banned" and c.field}))
+        return cls(tuple(request.sources), tuple(request.targets), exclude)
+
+    @property
+    def square(self) -> bool:
+        # OSRM refuses a table of one coordinate: one point is sent as its own source and target.
+        return self.sources == self.targets and len(self.sources) > 1
+
+    def coordinates(self) -> list[Coord]:
+        return list(self.sources) if self.square else [*self.sources, *self.targets]
+
+    def indexes(self) -> tuple[list[int], list[int]]:
+        """OSRM's ``sources`` and ``destinations`` (empty lists: every coordinate, for a square matrix)."""
+        if self.square:
+            return [], []
+        n = len(self.sources)
+        return list(range(n)), list(range(n, n + len(self.targets)))
+
+    def parameters(self) -> Any:
+        """The osrm-bindings parameters of this query."""
+        import osrm
+
+        sources, destinations = self.indexes()
+        params = osrm.TableParameters(
+            coordinates=self.coordinates(),
+            sources=sources,
+            destinations=destinations,
+            annotations=["duration", "distance"],
+            exclude=list(self.exclude),
+        )
+        params.generate_hints = False
+        return params
+
+    def path(self, profile: str) -> str:
+        return f"/table/v1/{profile}/" + ";".join(_lonlat(p) for p in self.coordinates())
+
+    def params(self) -> dict[str, str]:
+        """osrm-routed's query string of this query."""
+        params = {"annotations": "duration,distance", "generate_hints": "false"}
+        sources, destinations = self.indexes()
+        if sources:
+            params["sources"] = ";".join(map(str, sources))
+            params["destinations"] = ";".join(map(str, destinations))
+        if self.exclude:
+            params["exclude"] = ",".join(self.exclude)
+        return params
+
+    def error(self, code: str, message: str) -> RoadkitError:
+        """The roadkit error for OSRM's error answer: a point snapped nowhere names its parameter and index."""
+        found = _UNSNAPPED.search(message) if code == "NoSegment" else None
+        if found is not None:
+            index = int(found.group(1))
+            if self.square or index < len(self.sources):
+                return PointNotSnapped("sources", index)
+            return PointNotSnapped("targets", index - len(self.sources))
+        return engine_error(code, message)
+
+
+def matrix_response(answer: Any, query: TableQuery) -> MatrixResponse:
+    """A roadkit matrix from OSRM's table answer (binding object or parsed JSON)."""
+    if answer["code"] != "Ok":
+        raise NoPathFound("No table found")
+    sources = [NearestPoint((w["location"][0], w["location"][1]), w["distance"]) for w in answer["sources"]]
+    targets = (
+        sources if query.square else [NearestPoint((w["location"][0], w["location"][1]), w["distance"]) for w in answer["destinations"]]
+    )
+    return MatrixResponse(sources, targets, [list(row) for row in answer["durations"]], [list(row) for row in answer["distances"]])
 
 
 def engine_error(code: str, message: str) -> RoadkitError:

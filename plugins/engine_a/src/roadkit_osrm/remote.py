@@ -8,7 +8,7 @@ same mapping as the in-process ``osrm`` kind. Its sources serve ``osrm`` resourc
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -19,6 +19,8 @@ from roadkit.contract.sources import (
     ConfigurationError,
     EngineError,
     HttpSettings,
+    MatrixRequest,
+    MatrixResponse,
     NearestRequest,
     NearestResponse,
     RemoteSource,
@@ -108,7 +110,7 @@ class OsrmHttpSource(mapping.OsrmKind, RemoteSource, NativeSource):
         # Any coordinate snaps somewhere: a nearest request is osrm-routed's cheapest answer.
         return f"/nearest/v1/{self.options.url_profile}/0,0"
 
-    async def _get(self, path: str, params: dict[str, str]) -> Any:
+    async def _get(self, path: str, params: dict[str, str], engine_error: Callable[[str, str], RoadkitError] = mapping.engine_error) -> Any:
         """osrm-routed's parsed answer; an error answer raised as the in-process source raises it."""
         answer = await self.connected_servers().request("GET", path, params=params)
         try:
@@ -118,7 +120,7 @@ class OsrmHttpSource(mapping.OsrmKind, RemoteSource, NativeSource):
             log.warning("source %s: %s answered HTTP %d without OSRM JSON: %.200r", self.id, answer.server, answer.status, answer.body)
             raise EngineError(f"OSRM server of source {self.id} answered HTTP {answer.status} without an OSRM answer") from None
         if answer.status != 200 or code != "Ok":
-            raise mapping.engine_error(str(code), str(data.get("message", "")))
+            raise engine_error(str(code), str(data.get("message", "")))
         return data
 
     async def route(self, request: RouteRequest) -> RouteResponse:
@@ -128,6 +130,10 @@ class OsrmHttpSource(mapping.OsrmKind, RemoteSource, NativeSource):
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         query = mapping.NearestQuery.of(request)
         return mapping.nearest_response(await self._get(query.path(self.options.url_profile), query.params()))
+
+    async def matrix(self, request: MatrixRequest) -> MatrixResponse:
+        query = mapping.TableQuery.of(request)
+        return mapping.matrix_response(await self._get(query.path(self.options.url_profile), query.params(), query.error), query)
 
     async def native(self, request: NativeRequest) -> NativeAnswer:
         """osrm-routed's own answer: the native URL forwarded unchanged (with the servers' profile segment).

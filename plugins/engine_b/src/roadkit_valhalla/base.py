@@ -8,6 +8,7 @@ comes back (:meth:`ValhallaBase.ask`); both build the bodies and read the answer
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -23,11 +24,15 @@ from roadkit.contract.sources import (
     EngineError,
     IsochroneRequest,
     IsochroneResponse,
+    MatrixRequest,
+    MatrixResponse,
+    NearestPoint,
     NearestRequest,
     NearestResponse,
     NoIsochroneFound,
     NoPathFound,
     ParameterInvalid,
+    PointNotSnapped,
     RoadkitError,
     RouteRequest,
     RouteResponse,
@@ -71,22 +76,24 @@ def engine_error(text: str, operation: str) -> RoadkitError:
         return NoPathFound(f"No path found: {text}")
     if "date" in lowered and "time" in lowered:
         return ParameterInvalid("date_time", text)
+    if operation == "matrix" and "exceeded max locations" in lowered:
+        return ParameterInvalid("sources", f"more cells (sources × targets) than the engine accepts ({text})")
     if "exceed" in lowered or "limit" in lowered:
-        name = {"isochrone": "costValue", "route": "end", "nearest": "coordinates"}[operation]
+        name = {"isochrone": "costValue", "route": "end", "nearest": "coordinates", "matrix": "sources"}[operation]
         return ParameterInvalid(name, f"beyond what the engine accepts ({text})")
     log.warning("Valhalla %s failed: %s", operation, text)
     return EngineError(f"Valhalla could not answer: {text}")
 
 
 def operation_of(action: str) -> str:
-    """The roadkit operation of a Valhalla action (``locate`` answers ``nearest``)."""
-    return "nearest" if action == "locate" else action
+    """The roadkit operation of a Valhalla action (``locate`` answers ``nearest``, ``sources_to_targets`` ``matrix``)."""
+    return {"locate": "nearest", "sources_to_targets": "matrix"}.get(action, action)
 
 
 class ValhallaBase(Source, NativeSource):
     """Valhalla's costs and operations; subclasses say how a body reaches Valhalla (:meth:`ask`)."""
 
-    operations = frozenset({"route", "isochrone", "nearest"})
+    operations = frozenset({"route", "isochrone", "nearest", "matrix"})
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
         "name-valhalla": ConstraintKeyType(("=",))
     }  # banned values are costing options
@@ -97,6 +104,7 @@ class ValhallaBase(Source, NativeSource):
     max_locations: int | None = None
     #: Valhalla refuses a date_time of 1900 or before ("Date and time is invalid").
     date_time_years = (1901, 9999)
+    projections = ("EPSG:4326",)
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
@@ -177,6 +185,39 @@ class ValhallaBase(Source, NativeSource):
         radius = self.limits.nearest_radius if request.number > 1 else 0
         body = translate.locate_body(request.point, costing, radius)
         return await self.ask("locate", body, lambda answer: translate.nearest_response(answer, request.point, request.number))
+
+    async def matrix(self, request: MatrixRequest) -> MatrixResponse:
+        """Valhalla's ``sources_to_targets``, and a ``locate`` call for where the points snap.
+
+        Valhalla's concise matrix answer does not say where the points snapped (its verbose one does,
+        at 25 times the size): ``locate``, with the same costing and options, finds the same edges
+        (tests/engine_b/test_matrix.py checks it). Both calls run at once, on two engine threads; an
+        unsnappable point is named from the ``locate`` answer, whatever the matrix call answered.
+        """
+        cost: ValhallaCost = self.setting(request.cost)
+        if cost.costing == "multimodal":
+            raise ParameterInvalid("profile", f"Valhalla computes no matrix for profile {cost.profile!r} (costing multimodal)")
+        body = translate.matrix_body(request, cost)
+        count = len(request.sources)
+        same = request.targets == request.sources
+        points = request.sources if same else request.sources + request.targets
+        locate = {**translate.locate_points_body(points, cost.costing), "costing_options": body["costing_options"]}
+        located, cells = await asyncio.gather(
+            self.ask("locate", locate, lambda answer: translate.snapped_points(answer, points)),
+            self.ask("sources_to_targets", body, lambda answer: translate.matrix_cells(answer, count, len(request.targets))),
+            return_exceptions=True,
+        )
+        if isinstance(located, BaseException):
+            raise located
+        snapped: list[NearestPoint] = []
+        for index, point in enumerate(located):
+            if point is None:
+                raise PointNotSnapped("sources", index) if index < count else PointNotSnapped("targets", index - count)
+            snapped.append(point)
+        if isinstance(cells, BaseException):
+            raise cells
+        durations, distances = cells
+        return MatrixResponse(snapped[:count], list(snapped) if same else snapped[count:], durations, distances)
 
     @property
     def native_bbox(self) -> tuple[float, float, float, float] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,35 @@ def has_tiles(tile_dir: Path, tar: Path | None = None, *, transit: bool = False)
     return not transit or next((tile_dir / "3").rglob("*.gph"), None) is not None
 
 
+#: The most cells (sources × targets) of one matrix in the valhalla.json roadkit writes, for every costing
+#: that has matrices: Valhalla's default, 2500, refuses the 100 × 100 matrices a resource accepts by default;
+#: the resource's own limits (its file) are what keep matrices small.
+MATRIX_LOCATION_PAIRS = 250_000
+#: The farthest two points of a matrix that takes its date_time into account (Valhalla's default, 0, ignores it).
+TIMEDEP_DISTANCE_MATRIX = 500_000
+
+
+def raise_matrix_limits(config: dict[str, Any]) -> bool:
+    """Raise a valhalla.json's matrix limits to roadkit's, in place; whether anything changed.
+
+    Only limits below roadkit's change, and not a costing without matrices (0: multimodal).
+    """
+    limits = config.setdefault("service_limits", {})
+    if not isinstance(limits, dict):
+        return False  # not a valhalla.json roadkit wrote: Valhalla will say what is wrong with it
+    changed = False
+    for of_costing in limits.values():
+        pairs = of_costing.get("max_matrix_location_pairs") if isinstance(of_costing, dict) else None
+        if isinstance(pairs, int | float) and 0 < pairs < MATRIX_LOCATION_PAIRS:
+            of_costing["max_matrix_location_pairs"] = MATRIX_LOCATION_PAIRS
+            changed = True
+    timedep = limits.get("max_timedep_distance_matrix", 0)
+    if not isinstance(timedep, int | float) or timedep < TIMEDEP_DISTANCE_MATRIX:
+        limits["max_timedep_distance_matrix"] = TIMEDEP_DISTANCE_MATRIX
+        changed = True
+    return changed
+
+
 def valhalla_config(
     tile_dir: Path,
     *,
@@ -101,6 +131,7 @@ def valhalla_config(
     if tar is None:
         config["mjolnir"].pop("tile_extract", None)  # an empty path makes the Actor log a stat error
     config["mjolnir"]["traffic_extract"] = ""
+    raise_matrix_limits(config)
     # Valhalla logs every request at info level: a served source keeps quiet, a build talks.
     config["logging"] = {"type": "" if quiet else "std_out", "color": False}
     return config
@@ -186,7 +217,7 @@ def prepare_source(config: SourceConfig, options: ValhallaOptions, *, force: boo
     storage, prep = options.storage, options.preparation
     ready = storage.config.is_file() and has_tiles(options.tile_dir, storage.tar, transit=bool(prep and prep.gtfs))
     if ready and not force:
-        return False
+        return prep is not None and refresh_matrix_limits(storage.config, progress)
     if prep is None:
         raise ConfigurationError([f"{config.path}: preparation: required to build the missing tiles of {storage.config}"])
     build_tiles(
@@ -199,6 +230,21 @@ def prepare_source(config: SourceConfig, options: ValhallaOptions, *, force: boo
         max_distance_contour=prep.max_distance_contour,
         progress=progress,
     )
+    return True
+
+
+def refresh_matrix_limits(path: Path, progress: Progress) -> bool:
+    """Raise the matrix limits of a valhalla.json an earlier roadkit wrote (the tiles stay); whether it changed."""
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise RoadkitError(f"cannot read the Valhalla configuration {path}: {exc}", code="prepare_failed") from None
+    if not isinstance(config, dict) or not raise_matrix_limits(config):
+        return False
+    progress.step(f"raising the matrix limits of {path} to {MATRIX_LOCATION_PAIRS} cells")
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(config, indent=2))
+    partial.replace(path)  # whole or not at all: the workers of a running service may be reading it
     return True
 
 

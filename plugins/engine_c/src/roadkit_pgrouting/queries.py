@@ -1,4 +1,4 @@
-"""The three operations as SQL on Road2's schema, and their answers as roadkit responses.
+"""The four operations as SQL on Road2's schema, and their answers as roadkit responses.
 
 Every request is one statement (one round trip). Route: every point is snapped onto the nearest usable
 edge (a point *on* that edge, not its nearest vertex), then ``pgr_trspVia_withPoints`` (with the turn
@@ -9,28 +9,35 @@ whole graph. A long route (``search.importance_from``, with an importance column
 streets only in small boxes around its points and the main network (``importance <= importance_level``)
 in between: its cost grows with its length, not with the size of the graph. Isochrone:
 ``pgr_withPointsDD`` from the snapped point, one run for the largest value, one polygon per value.
-Nearest: the nearest usable edges, each with its closest point.
+Nearest: the nearest usable edges, each with its closest point. Matrix: every path between the
+points in one many-to-many run, the travelled part of each edge summed per pair (see :func:`matrix`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from roadkit.contract.sources import (
+    Constraint,
     Coord,
+    EngineError,
     IsochroneRequest,
     IsochroneResponse,
+    MatrixRequest,
+    MatrixResponse,
     NearestPoint,
     NearestRequest,
     NearestResponse,
     NoIsochroneFound,
     NoPathFound,
+    PointNotSnapped,
     Portion,
+    RoadkitError,
     RouteRequest,
     RouteResponse,
     Step,
@@ -168,22 +175,14 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     found = _found_sql(binder, count, search.snap_radius)
     margin, factor = binder.param(float(search.margin), "float8"), binder.input("scale", "float8")
     area = _search_area(source, binder, count, wide)
-    edges = (
-        f"SELECT id, source, target, {weighted(quote(cost.cost_column), constraints, columns, binder)} AS cost, "
-        f"{weighted(quote(cost.reverse_cost_column), constraints, columns, binder)} AS reverse_cost "
-        f"FROM {names['ways']} WHERE {' AND '.join([usable, area, *bans])}"
-    )
+    edges, restrictions = _graph(source, cost, constraints, binder, [usable, area, *bans], area)
     pids, ids, fractions = binder.expr("box.pids", "int8[]"), binder.expr("box.ids", "int8[]"), binder.expr("box.fractions", "float8[]")
     points = f"SELECT pid, edge_id, fraction FROM unnest({pids}, {ids}, {fractions}) AS t(pid, edge_id, fraction)"
     via = "ARRAY[" + ", ".join(f"-{i}" for i in range(1, count + 1)) + "]::bigint[]"
-    if source._has_restrictions and cost.turn_restrictions:
-        restrictions = (
-            f"SELECT {source._restriction_path} AS path, {RESTRICTION_COST}::float8 AS cost "
-            f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
-        )
-        call = f"pgr_trspVia_withPoints({binder.text(edges)}, {binder.text(restrictions)}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
+    if restrictions:
+        call = f"pgr_trspVia_withPoints({edges}, {restrictions}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
     else:
-        call = f"pgr_withPointsVia({binder.text(edges)}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
+        call = f"pgr_withPointsVia({edges}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
     distance, duration = cost.distance, cost.duration
     attributes = _attribute_columns(source, request)
     extra = "".join(f", w.{quote(column)}::text AS {quote('a_' + key)}" for key, column in attributes)
@@ -217,6 +216,26 @@ WITH {snap}, found AS (
   FROM seg
 )
 SELECT box.ok, box.ids, box.fractions, box.xs, box.ys, box.meters, legs.* FROM box, legs""")
+
+
+def _graph(
+    source: PgRoutingSource, cost: PgCost, constraints: Sequence[Constraint], binder: Binder, where: list[str], area: str
+) -> tuple[str, str | None]:
+    """The texts pgRouting reads: the edges (``where`` holds on them; prefer/avoid weigh their costs) and,
+    when the cost honours them, the turn restrictions that start in ``area`` (else None)."""
+    names, columns = _names(source), source._columns
+    edges = (
+        f"SELECT id, source, target, {weighted(quote(cost.cost_column), constraints, columns, binder)} AS cost, "
+        f"{weighted(quote(cost.reverse_cost_column), constraints, columns, binder)} AS reverse_cost "
+        f"FROM {names['ways']} WHERE {' AND '.join(where)}"
+    )
+    if not (source._has_restrictions and cost.turn_restrictions):
+        return binder.text(edges), None
+    restrictions = (
+        f"SELECT {source._restriction_path} AS path, {RESTRICTION_COST}::float8 AS cost "
+        f"FROM {names['restrictions']} r WHERE r.id_from IN (SELECT id FROM {names['ways']} WHERE {area})"
+    )
+    return binder.text(edges), binder.text(restrictions)
 
 
 def _attribute_columns(source: PgRoutingSource, request: RouteRequest) -> list[tuple[str, str]]:
@@ -328,6 +347,155 @@ def _route_response(request: RouteRequest, snapped: list[tuple[int, float, Coord
         duration=sum(p.duration for p in portions),
         portions=portions,
     )
+
+
+type FetchRow = Callable[[str, Sequence[Any]], Awaitable[Any]]
+
+
+async def matrix(source: PgRoutingSource, request: MatrixRequest, cost: PgCost, fetchrow: FetchRow | None = None) -> MatrixResponse:
+    """Durations and distances from every source to every target, as the routes between them would have.
+
+    One statement: the points snapped as for routes, one many-to-many ``pgr_withPoints`` (or
+    ``pgr_trsp_withPoints`` with the turn restrictions) on the edges of a box around them, and the
+    travelled part of every edge summed per pair. A pair without a path in the box makes a second
+    statement on the whole graph (not the route's gradual widening: each statement computes the
+    whole matrix), where it is ``None``. ``fetchrow`` runs a statement (default: the source's pool;
+    the benchmark passes its own connection's to time the same SQL directly).
+    """
+    run = fetchrow or source.fetchrow
+    inputs, starts, ends = _matrix_inputs(request)
+    key = ("matrix", cost, repr(request.constraints))
+    for scale in (1.0, None):
+        inputs["scale"] = scale
+        sql, args = _statement(source, key, inputs, functools.partial(_matrix_sql, source, request, cost))
+        row = await run(sql, args)
+        if not row["ok"]:
+            raise _not_snapped(source, row, starts, ends)
+        places = row["places"]  # the place (one per edge and fraction) of every point
+        found = zip(row["cell_starts"] or (), row["cell_ends"] or (), row["durations"] or (), row["distances"] or (), strict=True)
+        cells = {(a, b): (duration, distance) for a, b, duration, distance in found}
+        pairs = {(places[s - 1], places[t - 1]) for s in starts for t in ends}
+        if all(a == b or (a, b) in cells for a, b in pairs):
+            break
+    snapped = [NearestPoint((x, y), meters) for x, y, meters in zip(row["xs"], row["ys"], row["meters"], strict=True)]
+    durations: list[list[float | None]] = []
+    distances: list[list[float | None]] = []
+    for s in starts:
+        a = places[s - 1]
+        row_cells = [(0.0, 0.0) if a == b else cells.get((a, b), (None, None)) for b in (places[t - 1] for t in ends)]
+        durations.append([cell[0] for cell in row_cells])
+        distances.append([cell[1] for cell in row_cells])
+    return MatrixResponse([snapped[s - 1] for s in starts], [snapped[t - 1] for t in ends], durations, distances)
+
+
+def _matrix_inputs(request: MatrixRequest) -> tuple[dict[str, Any], list[int], list[int]]:
+    """The statement's inputs (box scale 1), and the numbers (from 1) of the sources' and targets' points."""
+    points = list(dict.fromkeys((*request.sources, *request.targets)))  # a point given twice is snapped once
+    number = {point: k for k, point in enumerate(points, 1)}
+    starts, ends = [number[p] for p in request.sources], [number[p] for p in request.targets]
+    return {**_points(points), "count": len(points), "starts": starts, "ends": ends, "scale": 1.0}, starts, ends
+
+
+def matrix_statement(source: PgRoutingSource, request: MatrixRequest) -> tuple[str, list[Any]]:
+    """The SQL and arguments of a matrix's first statement (its only one when every pair has a path in the box):
+    what ``conn.fetchrow(sql, *args)`` runs directly, e.g. to compare the service's speed with the database's."""
+    cost = source.setting(request.cost)
+    inputs, _, _ = _matrix_inputs(request)
+    return _statement(source, ("matrix", cost, repr(request.constraints)), inputs, functools.partial(_matrix_sql, source, request, cost))
+
+
+def _not_snapped(source: PgRoutingSource, row: Any, starts: list[int], ends: list[int]) -> RoadkitError:
+    """The first point of the request with no usable road near enough, named by its parameter and index."""
+    radius = source.options.search.snap_radius
+    near = {i for i, meters in zip(row["snapped"] or (), row["meters"] or (), strict=True) if meters <= radius}
+    for name, numbers in (("sources", starts), ("targets", ends)):
+        for index, k in enumerate(numbers):
+            if k not in near:
+                return PointNotSnapped(name, index, f"no usable road within {radius:g} m of this point")
+    return EngineError(f"pgRouting could not snap the points of this matrix on source {source.id}")
+
+
+def _matrix_sql(source: PgRoutingSource, request: MatrixRequest, cost: PgCost, binder: Binder) -> str:
+    """The matrix as one statement: snapping, search box, many-to-many pgRouting, each pair's seconds and meters.
+
+    Inputs: the distinct points (``xs``, ``ys``) and their ``count``, the numbers (from 1) of the
+    sources' and targets' points (``starts``, ``ends``) and the ``scale`` of the box (None: the whole graph).
+
+    pgRouting cuts the edges at every point it is given, and ``pgr_trsp_withPoints`` then misreads a
+    turn restriction on an edge that holds another pair's point (it may forbid the whole edge). So a
+    point on an edge of a turn restriction is computed alone: the pairs are grouped by their points
+    on such edges (none for most), each group in its own run with only the other points.
+    """
+    names = _names(source)
+    search = source.options.search
+    usable = _usable(cost.cost_column, cost.reverse_cost_column)
+    bans = banned(request.constraints, source._columns, binder)
+    snap = _snap_cte(names, " AND ".join([usable, *bans]), binder)
+    radius, count = binder.param(float(search.snap_radius), "float8"), binder.input("count", "int4")
+    starts, ends = binder.input("starts", "int4[]"), binder.input("ends", "int4[]")
+    margin, factor = binder.param(float(search.margin), "float8"), binder.input("scale", "float8")
+    area = _search_area(source, binder, 0, wide=False)
+    edges, restrictions = _graph(source, cost, request.constraints, binder, [usable, area, *bans], area)
+    pids, ids, fractions = binder.expr("g.pids", "int8[]"), binder.expr("g.ids", "int8[]"), binder.expr("g.fractions", "float8[]")
+    points = binder.text(f"SELECT pid, edge_id, fraction FROM unnest({pids}, {ids}, {fractions}) AS t(pid, edge_id, fraction)")
+    pairs = binder.text(f"SELECT * FROM unnest({binder.expr('g.ss', 'int8[]')}, {binder.expr('g.ts', 'int8[]')}) AS c(source, target)")
+    if restrictions:
+        call = f"pgr_trsp_withPoints({edges}, {restrictions}, {points}, {pairs}, directed => true)"
+        start, end = "start_vid", "end_vid"
+        alone = f"id IN (SELECT unnest({source._restriction_path}) FROM {names['restrictions']})"
+    else:
+        call, start, end, alone = f"pgr_withPoints({edges}, {points}, {pairs}, directed => true)", "start_pid", "end_pid", "false"
+    # A path row leaves ``node`` along ``edge``: from a vertex, the edge's start (0) or end (1), to its
+    # other end, or to the target's point when it is on that edge (no path passes a point it does not
+    # stop at); from the source's point (its first row), to the next row's node. The travelled part
+    # of the edge is between the two, as in a route.
+    measures = zip(("d_fwd", "d_rev", "t_fwd", "t_rev"), (*cost.distance, *cost.duration), strict=True)
+    columns = ", ".join(f"w.{quote(column)} AS {name}" for name, column in measures)
+    return binder.statement(f"""
+WITH {snap}, places AS MATERIALIZED (
+  SELECT snap.*, first_value(i) OVER (PARTITION BY id, fraction ORDER BY i) AS place FROM snap
+), box AS (
+  SELECT count(*) = {count} AND coalesce(bool_and(meters <= {radius}), false) AS ok,
+         array_agg(i ORDER BY i) AS snapped, array_agg(x ORDER BY i) AS xs, array_agg(y ORDER BY i) AS ys,
+         array_agg(meters ORDER BY i) AS meters, array_agg(place ORDER BY i) AS places,
+         min(x) AS x0, min(y) AS y0, max(x) AS x1, max(y) AS y1,
+         greatest({margin}, greatest(max(x) - min(x), max(y) - min(y)) * 0.25) * {factor} AS pad
+  FROM places
+), roles AS MATERIALIZED (
+  SELECT place AS pid, id, fraction, {alone} AS alone, bool_or(i = ANY({starts})) AS is_start, bool_or(i = ANY({ends})) AS is_end
+  FROM places GROUP BY place, id, fraction
+), pairs AS (
+  SELECT -a.pid AS s, -b.pid AS t, CASE WHEN a.alone THEN a.pid ELSE 0 END AS k1, CASE WHEN b.alone THEN b.pid ELSE 0 END AS k2
+  FROM roles a, roles b WHERE a.is_start AND b.is_end AND a.pid <> b.pid
+), g AS (
+  SELECT k.*, p.pids, p.ids, p.fractions FROM (SELECT k1, k2, array_agg(s) AS ss, array_agg(t) AS ts FROM pairs GROUP BY k1, k2) k
+  CROSS JOIN LATERAL (
+    SELECT array_agg(pid) AS pids, array_agg(id) AS ids, array_agg(fraction) AS fractions FROM roles WHERE NOT alone OR pid IN (k.k1, k.k2)
+  ) p
+), r AS MATERIALIZED (
+  SELECT g.k1, g.k2, p.seq, -p.{start} AS s, -p.{end} AS t, p.node, p.edge FROM box, g, {call} AS p WHERE box.ok
+), firsts AS (
+  SELECT r.s, r.t, r.edge, pa.fraction AS a, n.node AS next
+  FROM r JOIN roles pa ON pa.pid = -r.node JOIN r n ON n.k1 = r.k1 AND n.k2 = r.k2 AND n.seq = r.seq + 1
+  WHERE r.node < 0 AND r.edge > 0
+), part AS (
+  SELECT r.s, r.t, {columns}, CASE WHEN r.node = w.source THEN 0.0 ELSE 1.0 END AS a,
+         CASE WHEN r.edge = pt.id THEN pt.fraction WHEN r.node = w.source THEN 1.0 ELSE 0.0 END AS b
+  FROM r JOIN {names["ways"]} w ON w.id = r.edge JOIN roles pt ON pt.pid = r.t
+  WHERE r.node > 0 AND r.edge > 0
+  UNION ALL
+  SELECT f.s, f.t, {columns}, f.a, CASE WHEN f.next < 0 THEN pt.fraction WHEN f.next = w.target THEN 1.0 ELSE 0.0 END AS b
+  FROM firsts f JOIN {names["ways"]} w ON w.id = f.edge JOIN roles pt ON pt.pid = f.t
+), cells AS (
+  SELECT s, t, sum(abs(b - a) * abs(CASE WHEN a <= b THEN t_fwd ELSE t_rev END)) AS duration,
+         sum(abs(b - a) * abs(CASE WHEN a <= b THEN d_fwd ELSE d_rev END)) AS distance
+  FROM part GROUP BY s, t
+)
+SELECT box.ok, box.snapped, box.xs, box.ys, box.meters, box.places, c.*
+FROM box, (
+  SELECT array_agg(s) AS cell_starts, array_agg(t) AS cell_ends, array_agg(duration) AS durations, array_agg(distance) AS distances
+  FROM cells
+) c""")
 
 
 async def nearest(source: PgRoutingSource, request: NearestRequest) -> NearestResponse:

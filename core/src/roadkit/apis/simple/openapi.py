@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from roadkit import __version__
 from roadkit.apis.simple.openapi_exact import Shared, request_schema
 from roadkit.routing.operations import DESCRIPTIONS, OPERATIONS
+from roadkit.web.access import secure_openapi
 
 if TYPE_CHECKING:
     from roadkit.web.view import ServiceView
@@ -109,6 +110,34 @@ SCHEMAS: dict[str, Any] = {
             },
         },
     },
+    "MatrixResponse": {
+        "type": "object",
+        "description": (
+            "One row per source, one column per target, in timeUnit and distanceUnit; null where no path leads. "
+            "sources and targets are the points as snapped on the network, in crs, with their snapping distance in distanceUnit."
+        ),
+        "properties": {
+            **{
+                k: {"type": "string"} for k in ("resource", "resourceVersion", "profile", "optimization", "crs", "timeUnit", "distanceUnit")
+            },
+            **{
+                k: {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "geometry": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+                            "distance": {"type": "number"},
+                        },
+                    },
+                }
+                for k in ("sources", "targets")
+            },
+            "durations": {"type": "array", "items": {"type": "array", "items": {"oneOf": [*_NUMBER_OR_TEXT["oneOf"], {"type": "null"}]}}},
+            "distances": {"type": "array", "items": {"type": "array", "items": {"type": ["number", "null"]}}},
+            "constraints": _CONSTRAINT_ECHO,
+        },
+    },
     "Capabilities": {"type": "object", "required": ["info", "provider", "api", "operations", "resources"]},
 }
 
@@ -158,7 +187,7 @@ def openapi_document(service: ServiceView, base: str, names: dict[str, str]) -> 
             },
         }
     }
-    schemas = {"route": "RouteResponse", "isochrone": "IsochroneResponse", "nearest": "NearestResponse"}
+    schemas = {"route": "RouteResponse", "isochrone": "IsochroneResponse", "nearest": "NearestResponse", "matrix": "MatrixResponse"}
     resources = list(service.resources.values())
     shared = Shared()
     for op in OPERATIONS:
@@ -194,7 +223,7 @@ def openapi_document(service: ServiceView, base: str, names: dict[str, str]) -> 
             },
         }
     app = service.config.application
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": f"{app.title} — simple API",
@@ -206,3 +235,4 @@ def openapi_document(service: ServiceView, base: str, names: dict[str, str]) -> 
         "paths": paths,
         "components": {"schemas": {**SCHEMAS, **shared.schemas}},
     }
+    return secure_openapi(document, service.config.access)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -265,11 +266,25 @@ def _unit_splits(service: ServiceView, operation: Any, op: str, cost_type: str |
 
 def _costs(resource: Resource, op: str) -> list[tuple[str, str, str, Any]]:
     """(first name, first value, second name, source) of every cost the resource computes for ``op``."""
-    if op == "route":
+    if op in ("route", "matrix"):
         return [(p, o, "optimization", s) for (p, o), s in sorted(resource.route_index.items())]
     if op == "isochrone":
         return [(p, c, "costType", s) for (p, c), s in sorted(resource.isochrone_index.items())]
     return []
+
+
+def _allows(operation: Any, name: str, value: str) -> bool:
+    """Whether the operation's parameter ``name`` takes ``value`` (any value when it lists none)."""
+    param = operation.parameters.get(name)
+    return not isinstance(param, EnumParameter) or not param.values or value in param.values
+
+
+def matrix_counts(operation: Any) -> dict[str, int]:
+    """The most sources and targets a matrix document allows: the resource's limits, lowered so that every
+    count within them stays within its most cells (``sources`` alone make a square matrix)."""
+    limits = operation.limits
+    sources = min(limits["sources"], math.isqrt(limits["cells"]))
+    return {"sources": sources, "targets": min(limits["targets"], limits["cells"] // sources)}
 
 
 class Shared:
@@ -299,7 +314,9 @@ def variants(service: ServiceView, resource: Resource, op: str, *, post: bool, s
     crs_param = operation.parameters.get("crs")
     crs_values = list(crs_param.values) if isinstance(crs_param, EnumParameter) and crs_param.values else ["EPSG:4326"]
     nearest: list[tuple[str | None, str | None, str | None, Any]] = [(None, None, None, resource.sources[0] if resource.sources else None)]
-    costs: Sequence[tuple[str | None, str | None, str | None, Any]] = list(_costs(resource, op)) or nearest
+    # Only the costs the operation's own values allow (a Valhalla matrix lists no multimodal profile).
+    offered = [cost for cost in _costs(resource, op) if _allows(operation, "profile", cost[0]) and _allows(operation, cost[2], cost[1])]
+    costs: Sequence[tuple[str | None, str | None, str | None, Any]] = offered or nearest
     found = []
     for crs, (profile, second, second_name, source), (unit_name, unit, most) in (
         (crs, cost, split)
@@ -333,6 +350,8 @@ def variants(service: ServiceView, resource: Resource, op: str, *, post: bool, s
             param = operation.parameters.get(name)
             if param is None:
                 continue
+            if op == "matrix" and name in ("sources", "targets"):
+                param = attrs.evolve(param, spec=attrs.evolve(param.spec, max=matrix_counts(operation)[name]))
             if name == "costValue" and most is not None and isinstance(param, NumberParameter):
                 param = attrs.evolve(param, max=most if param.max is None else min(param.max, most))
             if isinstance(param, ConstraintParameter):

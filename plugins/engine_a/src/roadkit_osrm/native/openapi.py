@@ -34,7 +34,7 @@ from roadkit_osrm.native.body import POST_SERVICES
 from roadkit_osrm.native.query import BASE64_CHARS, HINT_SIZE, SERVICES
 from roadkit_osrm.native.settings import NativeSettings
 from roadkit_osrm.native.settings import of as native_settings
-from roadkit_osrm.native.table import native_services
+from roadkit_osrm.native.table import LEFT_OUT, answers, by_matrix, table_limits
 from roadkit_osrm.native.url import NAME_CHARS
 
 _JSON = "application/json"
@@ -348,7 +348,7 @@ def _answering(
     sources: list[Source] = []
     for name in names:
         chosen = settings.choose(resource, name, optimization)
-        if chosen is not None and service in native_services(chosen[0]):
+        if chosen is not None and answers(chosen[0], chosen[1], resource, service):
             found.append(name)
             if chosen[0] not in sources:
                 sources.append(chosen[0])
@@ -382,11 +382,16 @@ def resource_paths(resource: Resource, settings: NativeSettings) -> dict[str, An
             if not profiles or box[0] > box[2] or box[1] > box[3]:
                 continue  # no profile, or sources without a common area: no request is answered for all of them
             limits = settings.limits_for(sources)
+            # A table through a matrix: its limits, and none of the options only OSRM's own table applies.
+            matrix = name == "table" and all(by_matrix(s, resource) for s in sources)
+            if matrix:
+                limits = table_limits(limits, resource)
             coordinates = coordinates_schema(name, limits, box)
             coordinate = _path("coordinates", coordinates["description"], coordinates["schema"])
             options = [
                 {"name": key, "in": "query", "required": False, "schema": schema, "description": text}
                 for key, (schema, text) in query_options(name, limits).items()
+                if not (matrix and key in LEFT_OUT)
             ]
             profile = _path("profile", "A profile of the resource or an alias (see /resources).", _text(values=profiles))
             operation_id = f"{name}-{resource.id}{suffix}"
@@ -400,6 +405,8 @@ def resource_paths(resource: Resource, settings: NativeSettings) -> dict[str, An
             }
             if name in POST_SERVICES:
                 body = body_schema(name, limits, _body_coordinates(name, limits, box))
+                if matrix:
+                    body["properties"] = {k: v for k, v in body["properties"].items() if k not in LEFT_OUT}
                 paths[prefix] = {
                     "post": {
                         "operationId": f"{operation_id}-post",
