@@ -102,14 +102,14 @@ async def test_concurrent_requests_on_the_pool_answer_like_sequential_ones(valha
 def test_a_request_over_the_time_out_is_a_504_and_the_source_stays_usable(variant: Path) -> None:
     from starlette.testclient import TestClient
 
-    edit_source(variant, timeout=0.0005)
+    edit_source(variant, timeout=0.001)  # the smallest time-out a source file may set
     service = service_of(variant)
     with TestClient(create_app(service)) as client:
         response = client.get(ISOCHRONE, params={**ISO_PARAMS, "profile": "pedestrian", "costValue": "3600"})
         assert response.status_code == 504, response.text
         assert response.json()["error"] == {
             "errorType": "engine_timeout",
-            "message": "The engine of source monaco-valhalla did not answer within 0.0005 s",
+            "message": "The engine of source monaco-valhalla did not answer within 0.001 s",
         }
         source = service.sources["monaco-valhalla"]
         assert source.state is SourceState.GREEN and service.health()["state"] == "green"

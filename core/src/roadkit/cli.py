@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from roadkit import __version__, hookimpl
 from roadkit.errors import ConfigurationError, RoadkitError
@@ -71,9 +72,94 @@ def _prepare(args: argparse.Namespace) -> int:
         for source in service.sources.values():
             if args.source and source.id not in args.source:
                 continue
-            if type(source).prepare(source.config, source.options, force=args.force, progress=progress):
+            if args.data_version is not None:
+                built += _prepare_version(service, source, args.data_version, force=args.force, progress=progress)
+            elif type(source).prepare(source.config, source.options, force=args.force, progress=progress):
                 built += 1
     print(f"roadkit prepare: {built} dataset(s) built, the others were up to date")
+    return 0
+
+
+def _prepare_version(service: Any, source: Any, wanted: str, *, force: bool, progress: Any) -> int:
+    """Build version ``wanted`` (``auto``: date and hash) of a source's data beside the version in use; 1 when built."""
+    from roadkit.config.loader import read_sources
+    from roadkit.routing.versions import new_version, version_problem
+
+    cls = type(source)
+    if not cls.versioned_keys:
+        print(f"source {source.id}: kind {cls.kind} keeps no data of its own (nothing to build per version)")
+        return 0
+    config = next(c for c in read_sources(service.config.folders.sources)[0] if c.id == source.id)  # as written, not read for its version
+    if wanted == "auto":
+        wanted = new_version(config.options, _input_files(config.path, config.options))
+    elif (problem := version_problem(wanted)) is not None:
+        raise ConfigurationError([f"--version: {problem}"])
+    versioned = cls.versioned(config, wanted)
+    built = cls.prepare(versioned, cls.parse_options(versioned), force=force, progress=progress)
+    state = "built" if built else "already built"
+    print(f"source {source.id}: version {wanted} {state}; in use: {config.version or '(unversioned)'}")
+    print(f'    switch to it: POST /admin/1.0.0/services/{service.id}/sources/{source.id}/version with {{"version": "{wanted}"}}')
+    return 1 if built else 0
+
+
+def _input_files(where: Path, options: Any) -> list[Path]:
+    """The files a source's options name (its OSM extract, profile...): what a version's hash is made of."""
+    from roadkit.config.files import resolve
+
+    found: list[Path] = []
+    values = options.values() if isinstance(options, dict) else options if isinstance(options, list) else [options]
+    for value in values:
+        if isinstance(value, dict | list):
+            found.extend(_input_files(where, value))
+        elif isinstance(value, str) and "\n" not in value and len(value) < 4096:
+            try:
+                path = resolve(where, value)
+                if path.is_file():
+                    found.append(path)
+            except (OSError, ValueError):  # text that is no path (a NUL, a name too long)
+                continue
+    return sorted(set(found))
+
+
+def _switch_version(args: argparse.Namespace) -> int:
+    """POST the switch to the administrator named by the server file (its admin listener, a token from the environment)."""
+    import os
+    import ssl
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    from roadkit.config import load_server
+    from roadkit.routing.versions import version_problem
+
+    if (problem := version_problem(args.version)) is not None:
+        raise ConfigurationError([f"version: {problem}"])
+    listener = load_server(args.config).administrator.listener
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(listener.host, listener.host)
+    host = f"[{host}]" if ":" in host else host
+    scheme = "https" if listener.https else "http"
+    path = f"/admin/1.0.0/services/{quote(args.service, safe='')}/sources/{quote(args.source, safe='')}/version"
+    url = f"{scheme}://{host}:{listener.port}{path}"
+    headers = {"Content-Type": "application/json"}
+    if os.environ.get("ROADKIT_ADMIN_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['ROADKIT_ADMIN_TOKEN']}"
+    request = urllib.request.Request(url, data=json.dumps({"version": args.version}).encode(), headers=headers, method="POST")
+    # A self-signed admin certificate is its own authority: trust it for this call.
+    context = ssl.create_default_context(cafile=str(listener.certfile)) if listener.https else None
+    try:
+        with urllib.request.urlopen(request, timeout=args.timeout, context=context) as response:
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read())["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = exc.reason
+        print(f"roadkit switch-version: {exc.code}: {message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"roadkit switch-version: can't reach the administrator at {url}: {exc}", file=sys.stderr)
+        return 1
+    print(f"source {args.source} of service {args.service}: version {answer['version']} (was {answer['previousVersion'] or 'unversioned'})")
     return 0
 
 
@@ -135,6 +221,21 @@ def roadkit_commands() -> Sequence[Command]:
         parser.add_argument("--config", type=Path, required=True, help="a server file or a service file")
         parser.add_argument("--source", action="append", help="only this source id (repeatable)")
         parser.add_argument("--force", action="store_true", help="rebuild even when the data exists")
+        parser.add_argument(
+            "--version",
+            dest="data_version",
+            nargs="?",
+            const="auto",
+            metavar="VERSION",
+            help="build this version of the data beside the one in use (alone: the date and a hash of the inputs)",
+        )
+
+    def switch_args(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("config", type=Path, help="the server file (its admin listener is asked)")
+        parser.add_argument("service", help="the service id")
+        parser.add_argument("source", help="the source id")
+        parser.add_argument("version", help="a version built by 'roadkit prepare --version'")
+        parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for every worker to switch")
 
     def token_args(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("name", help="who or what uses the token (shown in the admin log)")
@@ -162,6 +263,13 @@ def roadkit_commands() -> Sequence[Command]:
         Command("serve", "Start the administrator and its services.", serve_args, _serve),
         Command("check", "Check a configuration without starting anything.", config_arg, _check),
         Command("prepare", "Build the data of every source that lacks it.", prepare_args, _prepare),
+        Command(
+            "switch-version",
+            "Point a source of a running service at another version of its data, without a restart "
+            "(the admin token, if one is needed, in $ROADKIT_ADMIN_TOKEN).",
+            switch_args,
+            _switch_version,
+        ),
     ]
 
 

@@ -14,12 +14,14 @@ from roadkit.config.models import SourceConfig
 from roadkit.engines.remote import EngineServers, HttpSettings, RemoteSource
 from roadkit.errors import (
     ConfigurationError,
+    EngineBusy,
     EngineError,
     EngineTimeout,
     NoIsochroneFound,
     NoPathFound,
     ParameterInvalid,
     PluginError,
+    PointNotSnapped,
     RoadkitError,
     SourceUnavailable,
     UnsupportedOperation,
@@ -36,6 +38,8 @@ from roadkit.routing.model import (
     GeoJSONText,
     IsochroneRequest,
     IsochroneResponse,
+    MatrixRequest,
+    MatrixResponse,
     NearestPoint,
     NearestRequest,
     NearestResponse,
@@ -46,6 +50,7 @@ from roadkit.routing.model import (
     way_name,
 )
 from roadkit.routing.source import CostEntry, CostTable, Progress, Source, SourceContext, SourceState
+from roadkit.routing.versions import VersionedKind
 
 __all__ = [
     "Command",
@@ -59,6 +64,7 @@ __all__ = [
     "CostTable",
     "CostType",
     "Direction",
+    "EngineBusy",
     "EngineError",
     "EngineServers",
     "EngineTimeout",
@@ -66,6 +72,8 @@ __all__ = [
     "HttpSettings",
     "IsochroneRequest",
     "IsochroneResponse",
+    "MatrixRequest",
+    "MatrixResponse",
     "NearestPoint",
     "NearestRequest",
     "NearestResponse",
@@ -73,6 +81,7 @@ __all__ = [
     "NoPathFound",
     "ParameterInvalid",
     "PluginError",
+    "PointNotSnapped",
     "Portion",
     "Progress",
     "RemoteSource",
@@ -86,6 +95,7 @@ __all__ = [
     "SourceUnavailable",
     "Step",
     "UnsupportedOperation",
+    "VersionedKind",
     "hookimpl",
     "read_document",
     "resolve",

@@ -28,11 +28,14 @@ from roadkit.routing.model import (
     CostType,
     IsochroneRequest,
     IsochroneResponse,
+    MatrixRequest,
+    MatrixResponse,
     NearestRequest,
     NearestResponse,
     RouteRequest,
     RouteResponse,
 )
+from roadkit.routing.versions import VersionedKind, apply_version
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -136,6 +139,12 @@ class Source:
     #: The years of a ``date_time`` the engine reads: a date outside is a 400 naming ``date_time``
     #: (the simple API's document gives the same range).
     date_time_years: ClassVar[tuple[int, int]] = (1000, 9999)
+    #: The only projections the engine works in (a source file naming another is a configuration error,
+    #: as the admin API's document states); None: any projection the service knows.
+    projections: ClassVar[tuple[str, ...] | None] = None
+    #: The keys of the source file that locate its data, each a ``"path"`` or a ``"name"`` (a schema):
+    #: read for the file's ``version`` (roadkit.routing.versions), so that versions live side by side.
+    versioned_keys: ClassVar[Mapping[str, VersionedKind]] = {}
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
         self.config = config
@@ -157,6 +166,11 @@ class Source:
     def projection(self) -> str:
         return self.config.projection
 
+    @property
+    def data_version(self) -> str | None:
+        """The version of the data this source computes on (the file's ``version``; None: unversioned)."""
+        return self.config.version
+
     @classmethod
     def parse_options(cls, config: SourceConfig) -> Any:
         """The kind-specific options of ``config`` (a ConfigurationError names file and key)."""
@@ -167,10 +181,17 @@ class Source:
     @classmethod
     def from_config(cls, config: SourceConfig, *, timeout: float = 10.0, context: SourceContext | None = None) -> Source:
         """A source built (not yet connected) from its configuration, in the process described by ``context``."""
+        config = cls.versioned(config, config.version)
         source = cls(config, cls.parse_options(config), timeout=timeout)
         if context is not None:
             source.context = context
         return source
+
+    @classmethod
+    def versioned(cls, config: SourceConfig, version: str | None) -> SourceConfig:
+        """``config`` read for data ``version``: its ``versioned_keys`` point at that version's data."""
+        options = apply_version(config.options, version, cls.versioned_keys, config.path)
+        return attrs.evolve(config, options=options, version=version)
 
     def costs(self) -> Sequence[Cost]:
         """The costs this source can compute."""
@@ -217,6 +238,13 @@ class Source:
     @classmethod
     def data_paths(cls, config: SourceConfig, options: Any) -> Sequence[Path]:
         """The files the source needs at connection (checked by ``roadkit check``)."""
+        return ()
+
+    def remote_hosts(self) -> Sequence[tuple[str, str]]:
+        """The hosts the source connects to (databases, engine servers), each with the key of its file that names it.
+
+        A source written through the admin API may connect only to the hosts the administrator allows.
+        """
         return ()
 
     def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
@@ -324,9 +352,15 @@ class Source:
         """Find the nearest graph points."""
         raise UnsupportedOperation(f"source kind {self.kind!r} does not compute nearest points")
 
+    async def matrix(self, request: MatrixRequest) -> MatrixResponse:
+        """Compute a matrix of durations and distances; an unsnappable point raises :class:`PointNotSnapped`."""
+        raise UnsupportedOperation(f"source kind {self.kind!r} does not compute matrices")
+
     def health(self) -> dict[str, Any]:
         """The source's entry in the health answer."""
         entry: dict[str, Any] = {"id": self.id, "type": self.kind, "state": str(self.state)}
+        if self.data_version is not None:
+            entry["version"] = self.data_version
         if self.reason:
             entry["reason"] = self.reason
         return entry

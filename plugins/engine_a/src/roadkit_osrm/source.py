@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -13,20 +13,32 @@ from roadkit.contract.native_osrm import NativeAnswer, NativeRequest, NativeSour
 from roadkit.contract.sources import (
     ConfigurationError,
     EngineError,
+    MatrixRequest,
+    MatrixResponse,
     NearestRequest,
     NearestResponse,
     Progress,
+    RoadkitError,
     RouteRequest,
     RouteResponse,
     Source,
     SourceConfig,
     SourceState,
     SourceUnavailable,
+    VersionedKind,
     resolve,
 )
 from roadkit_osrm import mapping
+from roadkit_osrm.engine_process import EngineProcess
 
 log = logging.getLogger(__name__)
+
+#: Native services whose engine work can last seconds within the limits (a match's candidates grow with
+#: its radiuses; a table's and a trip's with their coordinates): they run in a child process, off the loop.
+LONG_SERVICES = frozenset({"match", "table", "trip"})
+#: A native route of more coordinates runs there too (measured on Monaco: 500 coordinates with steps
+#: and annotations, 1.2 s and 11 MB of answer); fewer run in the worker, where a route takes milliseconds.
+INLINE_MOST_COORDINATES = 25
 
 
 @attrs.frozen
@@ -74,15 +86,18 @@ class OsrmOptions:
 
 
 class OsrmSource(mapping.OsrmKind, Source, NativeSource):
-    """OSRM through osrm-bindings. The binding holds the GIL: one engine thread per source."""
+    """OSRM through osrm-bindings. The binding holds the GIL: short calls run on the event loop, long
+    ones in a child process (:mod:`roadkit_osrm.engine_process`)."""
 
     kind = "osrm"
     options_class = OsrmOptions
+    versioned_keys: ClassVar[Mapping[str, VersionedKind]] = {"storage.file": "path"}
     options: OsrmOptions
 
     def __init__(self, config: SourceConfig, options: OsrmOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
         self.engine: Any = None
+        self.long_calls: EngineProcess | None = None
         self._exclusions: dict[frozenset[str], bool] = {}
 
     @classmethod
@@ -145,35 +160,42 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
         import osrm
 
         storage = self.options.storage
+        settings: dict[str, Any] = {
+            "storage_config": str(storage.file),
+            "algorithm": storage.algorithm,
+            "use_shared_memory": False,
+            "use_mmap": storage.mmap,
+            "max_results_nearest": self.options.max_nearest,
+        }
         try:
             self.engine = await self.run_blocking(
-                lambda: osrm.OSRM(
-                    storage_config=str(storage.file),
-                    algorithm=storage.algorithm,
-                    use_shared_memory=False,
-                    use_mmap=storage.mmap,
-                    max_results_nearest=self.options.max_nearest,
-                ),
+                lambda: osrm.OSRM(**settings),
                 bounded=False,  # loading a dataset is no request: the request time-out does not apply
             )
         except Exception as exc:
             self.fail(f"cannot open OSRM dataset {storage.file}: {exc}")
             raise
+        if self.long_calls is not None:
+            await self.long_calls.close()
+        self.long_calls = EngineProcess(self.id, settings)
         self.state = SourceState.GREEN
         self.reason = ""
 
     async def disconnect(self) -> None:
         self.engine = None
+        if self.long_calls is not None:
+            long_calls, self.long_calls = self.long_calls, None
+            await long_calls.close()
         await super().disconnect()
 
-    def _call(self, engine: Any, method: str, params: Any) -> Any:
+    def _call(self, engine: Any, method: str, params: Any, engine_error: Callable[[str, str], RoadkitError] = mapping.engine_error) -> Any:
         # The answer points into the engine's memory: callers keep ``engine`` alive while reading it.
         if engine is None:
             raise SourceUnavailable(f"source {self.id} is not connected")
         try:
             result = getattr(engine, method)(params)
         except RuntimeError as exc:
-            error = mapping.engine_error(*mapping.split_error(str(exc)))
+            error = engine_error(*mapping.split_error(str(exc)))
             if type(error) is EngineError:  # not the request's fault: the engine failed
                 self.fail(f"OSRM error: {exc}")
             raise error from None
@@ -199,6 +221,14 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         return self.run_inline(self._nearest, mapping.NearestQuery.of(request))
 
+    def _matrix(self, query: mapping.TableQuery) -> MatrixResponse:
+        engine = self.engine
+        return mapping.matrix_response(self._call(engine, "Table", query.parameters(), query.error), query)
+
+    async def matrix(self, request: MatrixRequest) -> MatrixResponse:
+        # Inline as routes are: a 100 x 100 Monaco table takes about 6 ms of engine work and 1 ms to read.
+        return self.run_inline(self._matrix, mapping.TableQuery.of(request))
+
     def _native(self, request: NativeRequest) -> NativeAnswer:
         from roadkit_osrm.native.engine import answer
 
@@ -208,5 +238,11 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
         return answer(engine, request)
 
     async def native(self, request: NativeRequest) -> NativeAnswer:
-        """osrm-routed's answer to a native request, computed in process."""
+        """osrm-routed's answer to a native request: computed in process, or in the engine's child process
+        for the services whose work grows past what the limits bound (:mod:`roadkit_osrm.engine_process`)."""
+        long_calls = self.long_calls
+        long = request.service in LONG_SERVICES or len(request.params.get("coordinates", ())) > INLINE_MOST_COORDINATES
+        # A request past the limits is refused at once, inline: no child process for a 400.
+        if long and long_calls is not None and request.limits.exceeded(request.service, request.params) is None:
+            return await long_calls.native(request, self.timeout)
         return self.run_inline(self._native, request)

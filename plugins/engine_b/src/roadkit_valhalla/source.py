@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
-from roadkit.contract.sources import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable
+from roadkit.contract.sources import EngineError, EngineTimeout, Progress, SourceConfig, SourceState, SourceUnavailable, VersionedKind
 from roadkit_valhalla.base import ResponseTooLarge, ValhallaBase, engine_error, operation_of, too_large
 from roadkit_valhalla.engine_threads import Batching, EngineThreads, InlineEngine, current_handle
 from roadkit_valhalla.options import ValhallaOptions, parse_options
@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 __all__ = ["ResponseTooLarge", "ValhallaSource", "engine_error"]
+
+#: The Actor's method of a Valhalla action whose name differs (the HTTP path's).
+_ACTOR_METHODS = {"sources_to_targets": "matrix"}
 
 
 def isochrone_limits(settings: Any) -> dict[str, float]:
@@ -59,6 +62,7 @@ class ValhallaSource(ValhallaBase):
 
     kind = "valhalla"
     options_class = ValhallaOptions
+    versioned_keys: ClassVar[Mapping[str, VersionedKind]] = {"storage.config": "path", "storage.dir": "path", "storage.tar": "path"}
     options: ValhallaOptions
 
     def __init__(self, config: SourceConfig, options: ValhallaOptions, *, timeout: float = 10.0) -> None:
@@ -137,7 +141,7 @@ class ValhallaSource(ValhallaBase):
         """One call on the engine thread's Actor; the answer's text, after the response-size check."""
         request = orjson.dumps(body).decode()
         try:
-            answer: str = getattr(current_handle(), action)(request)
+            answer: str = getattr(current_handle(), _ACTOR_METHODS.get(action, action))(request)
         except RuntimeError as exc:
             raise engine_error(str(exc).strip() or type(exc).__name__, operation_of(action)) from None
         limit = self.options.limits.max_response_bytes

@@ -23,12 +23,16 @@ from roadkit.contract.sources import (
     ConstraintKeyType,
     Cost,
     CostTable,
+    EngineBusy,
     EngineError,
     EngineTimeout,
     IsochroneRequest,
     IsochroneResponse,
+    MatrixRequest,
+    MatrixResponse,
     NearestRequest,
     NearestResponse,
+    ParameterInvalid,
     Progress,
     RoadkitError,
     RouteRequest,
@@ -37,10 +41,11 @@ from roadkit.contract.sources import (
     SourceConfig,
     SourceState,
     SourceUnavailable,
+    VersionedKind,
 )
 from roadkit_pgrouting import queries
-from roadkit_pgrouting.database import Database, close_database, describe, open_database
-from roadkit_pgrouting.options import PgCost, PgOptions, parse_options
+from roadkit_pgrouting.database import Database, close_database, describe, hosts_of, open_database
+from roadkit_pgrouting.options import DatabaseFile, PgCost, PgOptions, parse_options, read_database_file
 from roadkit_pgrouting.sql import Binder
 
 log = logging.getLogger(__name__)
@@ -62,7 +67,8 @@ class PgRoutingSource(Source):
 
     kind = "pgrouting"
     options_class = PgOptions
-    operations = frozenset({"route", "isochrone", "nearest"})
+    versioned_keys: ClassVar[Mapping[str, VersionedKind]] = {"storage.schema": "name"}
+    operations = frozenset({"route", "isochrone", "nearest", "matrix"})
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {
         # A configured condition on a column: '=' bans the edges where it holds, '!=' those where it does not.
         "name-pgr": ConstraintKeyType(("=", "!=")),
@@ -94,6 +100,16 @@ class PgRoutingSource(Source):
         """The columns of a cost (route key first, then isochrone key)."""
         return self.cost_table.find(cost)
 
+    def isochrone_limit(self, cost_type: str) -> float | None:
+        limits = self.options.limits
+        return limits.isochrone_time if cost_type == "time" else limits.isochrone_distance
+
+    def remote_hosts(self) -> Sequence[tuple[str, str]]:
+        storage = self.options.storage
+        if storage.database is not None:
+            return [("storage.database", host) for host in hosts_of(read_database_file(storage.database))]
+        return [("storage.dsn", host) for host in hosts_of(DatabaseFile(dsn=storage.dsn))]
+
     @classmethod
     def data_paths(cls, config: SourceConfig, options: PgOptions) -> Sequence[Path]:
         return [options.storage.database] if options.storage.database else []
@@ -111,12 +127,13 @@ class PgRoutingSource(Source):
         storage = self.options.storage
         if storage.database is not None:
             return f"database file {storage.database}"
-        return f"database {describe(self._database.settings) if self._database else storage.dsn}"
+        # describe() never shows the password a DSN may hold (this text goes to health answers).
+        return f"database {describe(self._database.settings if self._database else DatabaseFile(dsn=storage.dsn))}"
 
     async def connect(self) -> None:
         storage = self.options.storage
         try:
-            self._database = await open_database(storage.database, storage.dsn)
+            self._database = await open_database(storage.database, storage.dsn, storage.password_env)
         except RoadkitError as exc:
             self.fail(f"{self.where}: {exc.message}")
             raise
@@ -188,7 +205,7 @@ class PgRoutingSource(Source):
         log.warning("source %s: %s", self.id, self.reason)
         if self._probe is None or self._probe.done():
             self._probe = asyncio.get_running_loop().create_task(self._probe_until_back())
-        return SourceUnavailable(f"The database of source {self.id} is unavailable: {exc or type(exc).__name__}")
+        return SourceUnavailable(f"The database of source {self.id} is unavailable")  # the reason (health, log) has the detail
 
     async def _probe_until_back(self) -> None:
         while self._database is not None and self.state is SourceState.RED:
@@ -218,20 +235,27 @@ class PgRoutingSource(Source):
     async def _run(self, method: str, sql: str, args: Sequence[Any]) -> Any:
         """One statement on a pooled connection with the source's statement time-out; database errors as roadkit errors."""
         if self.state is SourceState.RED or self._database is None:
-            raise SourceUnavailable(f"source {self.id} is unavailable: {self.reason or 'not connected'}")
+            # The reason names the database and its error: health and the log show it, not the client.
+            raise SourceUnavailable(f"The database of source {self.id} is unavailable")
+        pool = self._database.pool
         try:
-            async with self._database.pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
+            async with pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
                 await conn.use_statement_timeout(int(self.timeout * 1000))
                 return await getattr(conn, method)(sql, *args)
         except asyncpg.QueryCanceledError:
             raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
         except TimeoutError as exc:
+            # Every connection taken by other requests is a busy source, not a lost database (which
+            # times out while a new connection is being opened, with the pool not full).
+            if pool.get_size() >= pool.get_max_size() and pool.get_idle_size() == 0:
+                raise EngineBusy(f"Source {self.id} is busy: every database connection is in use; try again shortly") from None
             raise self._lost(exc) from None
         except _LOST as exc:
             raise self._lost(exc) from None
         except asyncpg.PostgresError as exc:
+            # The database's own text names tables, columns and values: the log has it, the client a generic message.
             log.warning("source %s: query failed: %s", self.id, exc)
-            raise EngineError(f"pgRouting could not answer: {exc}") from None
+            raise EngineError(f"pgRouting could not answer this request on source {self.id}") from None
 
     async def _bounded[T](self, coroutine: Any) -> T:
         """Never wait longer than the time-out (plus a margin) for the database, even if it hangs."""
@@ -251,7 +275,14 @@ class PgRoutingSource(Source):
         cost = self.setting(request.cost)
         return await self._bounded(queries.isochrone(self, request, cost))
 
+    async def matrix(self, request: MatrixRequest) -> MatrixResponse:
+        cost = self.setting(request.cost)
+        return await self._bounded(queries.matrix(self, request, cost))
+
     async def nearest(self, request: NearestRequest) -> NearestResponse:
+        most = self.options.limits.max_nearest
+        if request.number > most:
+            raise ParameterInvalid("nbPoints", f"expected at most {most}: source {self.id} returns no more points")
         return await self._bounded(queries.nearest(self, request))
 
     def health(self) -> dict[str, Any]:

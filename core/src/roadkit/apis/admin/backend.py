@@ -38,6 +38,10 @@ class AdminBackend(Protocol):
         """The global state and each service's."""
         ...
 
+    async def metrics(self) -> bytes:
+        """Every service's metrics in Prometheus's text format."""
+        ...
+
     async def restart(self, sid: str) -> dict[str, Any]:
         """Restart a service (calls during a start are merged into one next restart); its description."""
         ...
@@ -68,6 +72,10 @@ class AdminBackend(Protocol):
 
     async def publish(self, sid: str, kind: Kind, oid: str, body: Any) -> tuple[dict[str, Any], bool]:
         """Check, write and load one document into the running service; (the stored document, created)."""
+        ...
+
+    async def switch_version(self, sid: str, oid: str, body: Any) -> dict[str, Any]:
+        """Point a source at another version of its data (``{"version": ...}``) in the running service."""
         ...
 
     async def unpublish(self, sid: str, kind: Kind, oid: str) -> None:

@@ -59,7 +59,14 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
 
         return run
 
-    routes: list[Route] = []
+    async def switch_version(request: Request) -> Response:
+        oid = check_id("source", str(request.path_params["source"]))
+        sid = service_id(request)
+        admin.document(sid, "source", oid)  # 404 (service or source) before the body is read
+        body = await read_json_body(request, MAX_BODY_BYTES)
+        return JSONResponse(redact(await admin.switch_version(sid, oid, body)))
+
+    routes = [Route("/services/{service}/sources/{source}/version", guarded(switch_version), methods=["POST"])]
     for kind in ("source", "resource"):
         # ``:path``: an id holding an (encoded) "/" such as ``..%2F..%2Fx`` reaches check_id and is a
         # 400 naming the parameter, not a 404 from the catch-all.

@@ -1,4 +1,4 @@
-"""The route, isochrone and nearest operations of the simple API: parse, compute, write."""
+"""The route, isochrone, nearest and matrix operations of the simple API: parse, compute, write."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from roadkit.apis.simple.inputs import Inputs
 from roadkit.errors import EngineError, ParameterInvalid, ParameterMissing
 from roadkit.routing.constraints import check_bans
 from roadkit.routing.geometry import bbox, line, slice_between, write_geometry
-from roadkit.routing.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
+from roadkit.routing.model import Coord, Cost, IsochroneRequest, MatrixRequest, NearestPoint, NearestRequest, RouteRequest
+from roadkit.routing.units import STANDARD
 
 if TYPE_CHECKING:
     from roadkit.routing.resources import Resource
@@ -113,7 +114,7 @@ async def route(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
     start_out, end_out = project.transform([result.start, result.end], source.projection, crs)
     body: dict[str, Any] = {
         "resource": resource.id,
-        "resourceVersion": resource.config.version,
+        "resourceVersion": source.data_version or resource.config.version,
         "start": _xy(start_out),
         "end": _xy(end_out),
         "profile": profile,
@@ -145,7 +146,7 @@ async def nearest(service: ServiceView, params: dict[str, Any]) -> dict[str, Any
     located = service.projections.transform([p.point for p in result.points], source.projection, crs)
     return {
         "resource": resource.id,
-        "resourceVersion": resource.config.version,
+        "resourceVersion": source.data_version or resource.config.version,
         "coordinates": params["coordinates"] if isinstance(params["coordinates"], str) else _xy(point),
         "crs": crs,
         "points": [
@@ -193,7 +194,7 @@ async def isochrone(service: ServiceView, params: dict[str, Any]) -> dict[str, A
     body: dict[str, Any] = {
         "point": params["point"] if isinstance(params["point"], str) else _xy(point),
         "resource": resource.id,
-        "resourceVersion": resource.config.version,
+        "resourceVersion": source.data_version or resource.config.version,
         "costType": cost_type,
         "costValue": values[0] if len(values) == 1 else values,
         unit_name: unit,
@@ -227,3 +228,74 @@ def _reproject(service: ServiceView, geometry: Mapping[str, Any], source: str, t
         return {"type": kind, "coordinates": [[[list(c) for c in tr(ring, source, target)] for ring in poly] for poly in coords]}
     # The engine's answer, not the request, is wrong: a bad gateway, never the user's 400.
     raise EngineError(f"The engine answered an isochrone geometry of unexpected type {kind!r}")
+
+
+async def matrix(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
+    """Durations and distances from each source to each target (the sources when no target is given)."""
+    resource = _resource(service, params, "matrix")
+    operation = resource.operation("matrix")
+    inputs = Inputs(params, operation, service.projections)
+    crs = inputs.value("crs")
+    sources = inputs.listed_points("sources", crs)
+    targets = inputs.listed_points("targets", crs)
+    most = operation.limits["cells"]
+    cells = len(sources) * len(targets or sources)
+    if cells > most:
+        name = "targets" if targets else "sources"
+        raise ParameterInvalid(
+            name, f"{len(sources)} sources x {len(targets or sources)} targets make {cells} cells: expected at most {most} on this resource"
+        )
+    profile = inputs.value("profile")
+    optimization = inputs.value("optimization")
+    source = resource.source_for_route(profile, optimization)
+    time_unit = inputs.value("timeUnit")
+    distance_unit = inputs.value("distanceUnit")
+    date_time = _engine_date(inputs.date_time(), source)
+    constraints = inputs.values("constraints")
+    check_bans(operation["constraints"], source, constraints, f"profile '{profile}' and optimization '{optimization}'")
+
+    project = service.projections.transform
+    engine_sources = tuple(project(sources, crs, source.projection))
+    engine_targets = tuple(project(targets, crs, source.projection)) if targets else engine_sources
+    result = await source.matrix(MatrixRequest(engine_sources, engine_targets, Cost(profile, optimization), tuple(constraints), date_time))
+    rows, columns = len(engine_sources), len(engine_targets)
+    if (
+        len(result.sources) != rows
+        or len(result.targets) != columns
+        or not _shaped(result.durations, rows, columns)
+        or not _shaped(result.distances, rows, columns)
+    ):
+        # The engine's answer, not the request, is wrong: a bad gateway, never the user's 400.
+        raise EngineError(f"The engine answered a matrix of another shape than {rows} x {columns}")
+    distance_of = service.units.writer(distance_unit)
+
+    def snapped(points: list[NearestPoint]) -> list[dict[str, Any]]:
+        located = project([p.point for p in points], source.projection, crs)
+        return [{"geometry": [xy[0], xy[1]], "distance": distance_of(p.distance)} for p, xy in zip(points, located, strict=True)]
+
+    return {
+        "resource": resource.id,
+        "resourceVersion": source.data_version or resource.config.version,
+        "profile": profile,
+        "optimization": optimization,
+        "crs": crs,
+        "timeUnit": time_unit,
+        "distanceUnit": distance_unit,
+        "sources": snapped(result.sources),
+        "targets": snapped(result.targets),
+        "durations": _written(service, time_unit, result.durations),
+        "distances": _written(service, distance_unit, result.distances),
+        "constraints": [c.echo() for c in constraints],
+    }
+
+
+def _shaped(values: list[list[float | None]], rows: int, columns: int) -> bool:
+    return len(values) == rows and all(len(row) == columns for row in values)
+
+
+def _written(service: ServiceView, unit: str, values: list[list[float | None]]) -> list[list[Any]]:
+    """Seconds or meters in ``unit``, ``None`` (no path) kept."""
+    if unit != STANDARD and service.units[unit].factor == 1.0:
+        return values  # written as they are: no work per cell
+    write = service.units.writer(unit)
+    return [[None if value is None else write(value) for value in row] for row in values]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
@@ -28,6 +29,7 @@ from roadkit_osrm.native.query import SERVICES, QueryError, parse_query
 from roadkit_osrm.native.render import error_body
 from roadkit_osrm.native.settings import NativeSettings, read_settings
 from roadkit_osrm.native.settings import of as native_settings
+from roadkit_osrm.native.table import answers, by_matrix, native_services, table, table_limits
 from roadkit_osrm.native.url import UrlError, parse_post_url, parse_url, uri_decode
 
 if TYPE_CHECKING:
@@ -53,7 +55,9 @@ register_url_convertor("osrm_any", _AnyText())
 
 
 def _error(status: int, code: str, message: str) -> Response:
-    return Response(error_body(code, message), status_code=status, media_type=JSON_TYPE)
+    # A 503 (a starting service, a busy or reconnecting engine) is worth retrying in a second.
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return Response(error_body(code, message), status_code=status, headers=headers, media_type=JSON_TYPE)
 
 
 def _not_allowed(method: str, allow: str) -> Response:
@@ -75,8 +79,15 @@ def url_methods(rest: list[bytes]) -> str:
     return "POST" if uri_decode(rest[2 if road2 else 0]) in POST_SERVICES else "GET, HEAD, POST"
 
 
-def _answer(answer: NativeAnswer) -> Response:
-    return Response(answer.body, status_code=answer.status, headers={"content-type": answer.content_type})
+#: The header naming the data version that computed a native answer (a versioned source only).
+DATA_VERSION_HEADER = "X-Roadkit-Data-Version"
+
+
+def _answer(answer: NativeAnswer, version: str | None = None) -> Response:
+    headers = {"content-type": answer.content_type}
+    if version is not None:
+        headers[DATA_VERSION_HEADER] = version
+    return Response(answer.body, status_code=answer.status, headers=headers)
 
 
 def _parses_as_get(text: str) -> bool:
@@ -111,6 +122,9 @@ class NativeHandler:
             return _error(503, "ServiceUnavailable", "The service is starting")
         method: str = scope["method"]
         raw: bytes = scope.get("raw_path") or scope["path"].encode()
+        limit = self.service.config.limits.max_body_bytes
+        if len(raw) + len(scope.get("query_string", b"")) > limit:  # a URL is bounded as a body is
+            return _error(414, "InvalidUrl", f"URL too long: at most {limit} bytes")
         parts = raw.split(b"/")  # b"", b"osrm", b"1.0.0", resource, rest...
         resource_id = uri_decode(parts[3]) if len(parts) > 3 else ""
         resource = self.service.resources.get(resource_id)
@@ -154,7 +168,7 @@ class NativeHandler:
             wanted = f"{profile}/{optimization}" if optimization else profile
             return _error(400, "InvalidProfile", f"Profile {wanted} not found on resource {resource.id} (known: {known})")
         source, cost = chosen
-        if not isinstance(source, NativeSource) or url.service not in source.native_services:
+        if not answers(source, cost, resource, url.service):
             return _error(400, "InvalidService", f"Service {url.service} is not available on resource {resource.id} (engine {source.kind})")
         body: bytes | None = None
         try:
@@ -169,9 +183,16 @@ class NativeHandler:
             return _error(400, "InvalidQuery", exc.message)
         except RoadkitError as exc:
             return _error(exc.status, "InvalidQuery", exc.message)
-        native = NativeRequest(url.service, url.version, profile, url.query, params, cost, settings.limits_for([source]), body)
+        matrix = url.service == "table" and by_matrix(source, resource)
+        limits = settings.limits_for([source])
+        native = NativeRequest(
+            url.service, url.version, profile, url.query, params, cost, table_limits(limits, resource) if matrix else limits, body
+        )
         try:
-            return _answer(await source.native(native))
+            if matrix:
+                return _answer(await table(source, resource, native, self.service.projections.transform), source.data_version)
+            assert isinstance(source, NativeSource)
+            return _answer(await source.native(native), source.data_version)
         except RoadkitError as exc:
             return _error(exc.status, "ServiceUnavailable" if exc.status == 503 else "EngineError", exc.message)
 
@@ -191,17 +212,21 @@ class NativeHandler:
             settings = native_settings(resource)
             services: list[str] = []
             for source in resource.sources:
-                for name in source.native_services if isinstance(source, NativeSource) else ():
+                for name in native_services(source, resource):
                     if name not in services:
                         services.append(name)
             if not services:
                 continue
+            limits = settings.limits_for(resource.sources)
+            if any(by_matrix(source, resource) for source in resource.sources):
+                limits = table_limits(limits, resource)
             listed.append(
                 {
                     "id": resource.id,
                     "description": resource.config.description,
                     "profiles": settings.profiles(resource),
                     "services": services,
+                    "limits": attrs.asdict(limits),
                 }
             )
         return listed
@@ -233,7 +258,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
         Route("/", index, methods=["GET"]),
         Route("/resources", resources, methods=["GET"]),
         *docs_routes("roadkit native OSRM API 1.0.0", lambda request: native_openapi(service, base_url(request) + PREFIX), PREFIX),
-        ScopeRoute("/{resource}/{rest:osrm_any}", handler.handle, answer=handler.answer, methods=["GET", "POST"]),
+        ScopeRoute("/{resource}/{rest:osrm_any}", handler.handle, answer=handler.answer, methods=["GET", "POST"], operations=SERVICES),
     ]
 
     async def not_found(request: Request) -> Response:
