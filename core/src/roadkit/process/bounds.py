@@ -36,6 +36,7 @@ from hypercorn.protocol.h11 import H11Protocol
 
 from roadkit.config.models import Http
 from roadkit.process.accept import REFUSAL_LINGER
+from roadkit.requestid import new_id
 from roadkit.web.security import DEFAULT_SECURITY_HEADERS
 
 log = logging.getLogger(__name__)
@@ -58,14 +59,20 @@ class Phase(Enum):
     IDLE = "idle"
 
 
-def answer(status: int, reason: str, code: str, message: str, *, headers: tuple[tuple[str, str], ...] = ()) -> bytes:
-    """A whole HTTP/1.1 response that closes its connection: a roadkit JSON error, with the security headers."""
+def answer(
+    status: int, reason: str, code: str, message: str, *, headers: tuple[tuple[str, str], ...] = (), request_id: bool = True
+) -> bytes:
+    """A whole HTTP/1.1 response that closes its connection: a roadkit JSON error, with the security headers.
+
+    ``request_id``: with a new ``X-Request-ID`` (the request's own was not read), as every answer of a service has.
+    """
     body = json.dumps({"error": {"errorType": code, "message": message}}).encode()
     lines = [
         f"HTTP/1.1 {status} {reason}",
         "Content-Type: application/json",
         f"Content-Length: {len(body)}",
         "Connection: close",
+        *((f"X-Request-ID: {new_id()}",) if request_id else ()),
         *(f"{name}: {value}" for name, value in headers),
         *(f"{name}: {value}" for name, value in DEFAULT_SECURITY_HEADERS.items()),
     ]
@@ -107,6 +114,7 @@ def too_many_connections(cap: int) -> bytes:
         "too_many_connections",
         f"Too many connections: this server holds its maximum of {cap}; try again in a moment",
         headers=(("Retry-After", str(RETRY_AFTER)),),
+        request_id=False,  # made once and sent to every connection over the cap: one id would be shared
     )
 
 

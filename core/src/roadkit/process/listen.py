@@ -41,7 +41,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from roadkit.config.models import Http, Listener
 from roadkit.process.accept import NOT_ACCEPTING, Acceptor, Share
 from roadkit.process.bounds import BoundedHttpTools, BoundedTCPServer, connection_cap, too_many_connections
-from roadkit_support.serving import ACCESS_LOG_FORMAT
 
 log = logging.getLogger(__name__)
 
@@ -144,14 +143,11 @@ class ListeningSockets:
         self.sockets.clear()
 
 
-def server_config(
-    listeners: Sequence[Listener], *, access_log: bool = False, graceful_timeout: float = 10.0, http: Http | None = None
-) -> Config:
+def server_config(listeners: Sequence[Listener], *, graceful_timeout: float = 10.0, http: Http | None = None) -> Config:
     """The hypercorn settings of a service's HTTP server (certificates are per listener, see SocketServer)."""
     http = http or Http()
     config = Config()
-    config.accesslog = logging.getLogger("roadkit.access") if access_log else None
-    config.access_log_format = ACCESS_LOG_FORMAT
+    config.accesslog = None  # a service's access log is its app's (roadkit.serving.accesslog), in JSON lines
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = graceful_timeout
     config.keep_alive_timeout = http.keep_alive_timeout
@@ -200,7 +196,6 @@ class SocketServer:
         app: ASGIApp,
         bound: Sequence[tuple[Listener, socket.socket]],
         *,
-        access_log: bool = False,
         graceful_timeout: float = 10.0,
         http_server: str = "hypercorn",
         share: Share | None = None,
@@ -209,11 +204,10 @@ class SocketServer:
         if http_server not in ("hypercorn", "uvicorn"):
             raise ValueError(f"unknown HTTP server {http_server!r}: expected hypercorn or uvicorn")
         self.http_server = http_server
-        self.access_log = access_log
         self.listeners = [listener for listener, _ in bound]
         #: The ``[http]`` limits (``http_server`` chooses the server).
         self.limits = http or Http()
-        self.config = server_config(self.listeners, access_log=access_log, graceful_timeout=graceful_timeout, http=self.limits)
+        self.config = server_config(self.listeners, graceful_timeout=graceful_timeout, http=self.limits)
         #: The most connections this server holds (set at start: the open-file limit is raised then).
         self.max_connections = 0
         self._full_answer = b""
@@ -271,7 +265,7 @@ class SocketServer:
         self.max_connections = connection_cap(self.limits.max_connections)
         self._full_answer = too_many_connections(self.max_connections)
         if self.http_server == "uvicorn":
-            self._uvicorn = _Uvicorn(self.draining, access_log=self.access_log, limits=self.limits)
+            self._uvicorn = _Uvicorn(self.draining, limits=self.limits)
             self._uvicorn.state.connections = _Counted(self._publish)  # before any protocol holds the set
             await self._uvicorn.startup()
             factory = self._uvicorn.protocol
@@ -504,7 +498,7 @@ class _Uvicorn:
     worker or administrator does all that here, so only its protocol and lifespan are used.
     """
 
-    def __init__(self, app: ASGIApp, *, access_log: bool, limits: Http) -> None:
+    def __init__(self, app: ASGIApp, *, limits: Http) -> None:
         import uvicorn
         from uvicorn.server import ServerState
 
@@ -513,7 +507,7 @@ class _Uvicorn:
             http="httptools",  # a dependency of roadkit; BoundedHttpTools holds its protocol to the limits
             lifespan="on",
             log_config=None,  # roadkit configures logging
-            access_log=access_log,
+            access_log=False,  # the app writes the access log (roadkit.serving.accesslog)
             proxy_headers=False,  # as hypercorn: the APIs read X-Forwarded-* themselves (roadkit.web.api.base_url)
             server_header=False,
             timeout_keep_alive=max(1, round(limits.keep_alive_timeout)),  # BoundedHttpTools's clock closes idle connections

@@ -9,8 +9,9 @@ pid), ``worker`` (its index), ``access_log``, ``log_level``, ``log_file``, ``gra
 It dies with the administrator: ``PR_SET_PDEATHSIG`` (SIGKILL) when the administrator dies, even by
 SIGKILL, and the end of the channel as a second signal (a graceful stop). It loads the service,
 connects its sources, serves on the inherited sockets, says ``ready`` on the channel, answers the
-administrator's requests, and on ``stop`` (or SIGTERM) drains its HTTP server, disconnects its
-sources and exits 0. A start that fails says ``failed`` with the reason and exits 3.
+administrator's requests, and on ``stop`` (or SIGTERM) turns its readiness probe to 503, goes on
+serving for the service file's ``[probes] stop_delay`` (a load balancer notices), drains its HTTP
+server, disconnects its sources and exits 0. A start that fails says ``failed`` with the reason and exits 3.
 """
 
 from __future__ import annotations
@@ -78,13 +79,17 @@ SERVICE_CALLS = ("publish_source", "remove_source", "publish_resource", "remove_
 
 
 def configure_logging(spec: dict[str, Any]) -> None:
-    """Log to the inherited stderr (and the administrator's log file), each line naming the worker."""
-    fmt = f"%(asctime)s %(levelname)s %(name)s [{spec['service']}/{spec['worker']} pid %(process)d]: %(message)s"
+    """Log to the inherited stderr (and the administrator's log file), each line naming the worker and the request."""
+    from roadkit.requestid import RequestIdFilter
+
+    fmt = f"%(asctime)s %(levelname)s %(name)s [{spec['service']}/{spec['worker']} pid %(process)d]%(request)s: %(message)s"
     logging.basicConfig(level=str(spec.get("log_level") or "info").upper(), format=fmt)
     if spec.get("log_file"):
         handler = logging.FileHandler(spec["log_file"])
         handler.setFormatter(logging.Formatter(fmt))
         logging.getLogger().addHandler(handler)
+    for each in logging.getLogger().handlers:
+        each.addFilter(RequestIdFilter())  # " request=<id>" in the lines written while a request is served
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:
@@ -102,6 +107,7 @@ class Worker:
         self.stopping = asyncio.Event()
         self.service: Any = None
         self.server: Any = None
+        self.app: Any = None
         self.channel: Channel | None = None
         self._answering: set[asyncio.Task[None]] = set()
 
@@ -124,6 +130,7 @@ class Worker:
         await self._send({"event": "ready", "pid": os.getpid()})
         log.info("worker ready")
         await self.stopping.wait()
+        await self._unready()
         await self._stop()
         log.info("worker stopped: HTTP server drained, sources disconnected")
         reading.cancel()
@@ -149,14 +156,14 @@ class Worker:
             raise RoadkitError(
                 f"listener(s) {', '.join(missing)} not bound by the administrator (the service file changed during the start?)"
             )
-        app = await bring_up(self.service, quotas=self._quotas())
+        # The JSON access log (ServiceApp) is the one access log: the HTTP server's own stays off.
+        app = self.app = await bring_up(self.service, quotas=self._quotas(), access_log=bool(self.spec.get("access_log")))
         if self.stopping.is_set():
             return
         bound = [(listener, socket.socket(fileno=fds[listener.bind])) for listener in config.listeners]
         self.server = SocketServer(
             app,
             bound,
-            access_log=bool(self.spec.get("access_log")),
             graceful_timeout=float(self.spec.get("graceful_timeout", 10.0)),
             http_server=config.http.server,
             http=config.http,
@@ -181,6 +188,16 @@ class Worker:
 
         fd = self.spec.get("quotas")
         return QuotaTable.attach(int(fd)) if isinstance(fd, int) else None
+
+    async def _unready(self) -> None:
+        """Answer the readiness probe with 503 and go on serving for ``[probes] stop_delay`` seconds."""
+        if self.app is None or self.server is None:
+            return
+        self.app.stopping = True
+        delay = self.service.config.probes.stop_delay
+        if delay > 0:
+            log.info("stopping: not ready any more, serving %g s more before the drain", delay)
+            await asyncio.sleep(delay)
 
     async def _stop(self) -> None:
         if self.server is not None:
