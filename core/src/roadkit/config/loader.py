@@ -20,7 +20,10 @@ from roadkit.config import allocator
 from roadkit.config.convert import structure
 from roadkit.config.files import read_document, resolve
 from roadkit.config.models import (
+    DATA_VERSION_EXPECTED,
+    DATA_VERSION_REGEX,
     Access,
+    AccessLogConfig,
     AdminAuth,
     AdministratorConfig,
     AdminWrites,
@@ -31,6 +34,7 @@ from roadkit.config.models import (
     Limits,
     Listener,
     ManagedService,
+    Probes,
     ResourceConfig,
     ServerConfig,
     ServiceConfig,
@@ -166,6 +170,13 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
     logging_config = admin.logging
     if logging_config.file is not None:
         logging_config = attrs.evolve(logging_config, file=resolve(path, logging_config.file))
+    metrics_listener = _resolve_listener(path, admin.metrics_listener) if admin.metrics_listener is not None else None
+    if metrics_listener is not None:
+        _check_listener(path, "administrator.metrics_listener", metrics_listener, problems)
+        if metrics_listener.port == listener.port:
+            problems.append(
+                f"{path}: administrator.metrics_listener.port: expected a port other than the admin listener's, got {metrics_listener.port}"
+            )
     auth = _check_auth(path, admin.auth, listener, problems)
     check_sites(path, "administrator.", admin.allowed_hosts, admin.allowed_origins, admin.trusted_proxies, problems)
     writes = _check_writes(path, admin.writes, problems)
@@ -173,7 +184,9 @@ def _parse_server(data: dict[str, Any], path: Path) -> ServerConfig:
         raise ConfigurationError(problems)
     return ServerConfig(
         path=path,
-        administrator=attrs.evolve(admin, listener=listener, cors=cors, logging=logging_config, auth=auth, writes=writes),
+        administrator=attrs.evolve(
+            admin, listener=listener, cors=cors, logging=logging_config, auth=auth, writes=writes, metrics_listener=metrics_listener
+        ),
         services=tuple(services),
     )
 
@@ -403,6 +416,13 @@ def parse_service(
     check_proxies(path, "http.trusted_proxies", config.http.trusted_proxies, problems)
     _check_http(path, config.http, problems)
     access = _check_access(path, config.access, problems)
+    _check_probes(path, config.probes, problems)
+    access_log = config.access_log
+    if access_log.file is not None:
+        log_file = resolve(path, access_log.file)
+        access_log = attrs.evolve(access_log, file=log_file)
+        if not log_file.parent.is_dir():
+            problems.append(f"{path}: access_log.file: expected a file in an existing folder, got {str(log_file)!r}")
     cors_options = None
     try:
         cors_options = load_cors(cors)
@@ -420,6 +440,8 @@ def parse_service(
         cors=cors_options,
         http=config.http,
         access=access,
+        probes=config.probes,
+        access_log=access_log,
     )
 
 
@@ -432,6 +454,25 @@ class _ServiceFile:
     limits: Limits = attrs.field(factory=Limits)
     http: Http = attrs.field(factory=Http)
     access: Access | None = None
+    probes: Probes = attrs.field(factory=Probes)
+    access_log: AccessLogConfig = attrs.field(factory=AccessLogConfig)
+
+
+#: ``[probes] stop_delay``: beyond a few minutes a stop would outlast any orchestrator's patience.
+STOP_DELAY = (0.0, 300.0)
+#: A probe path: a slash, then at most 255 visible ASCII characters.
+PROBE_PATH = re.compile(r"^/[!-~]{0,255}$")
+
+
+def _check_probes(path: Path, probes: Probes, problems: list[str]) -> None:
+    for key in ("health", "ready"):
+        value = getattr(probes, key)
+        if not PROBE_PATH.fullmatch(value) or value == "/" or "?" in value or "#" in value:
+            problems.append(f"{path}: probes.{key}: expected a path such as '/{key}z' (no query, no space), got {value!r}")
+    if probes.health == probes.ready:
+        problems.append(f"{path}: probes.ready: expected a path other than probes.health, got {probes.ready!r} for both")
+    if (problem := seconds_problem(probes.stop_delay, STOP_DELAY)) is not None:
+        problems.append(f"{path}: probes.stop_delay: {problem}")
 
 
 #: The largest table of quota counters (``access.tracked_clients``): 40 bytes each, shared memory.
@@ -553,6 +594,12 @@ def parse_source(data: dict[str, Any], path: Path) -> SourceConfig:
             problems.append(f"{path}: timeout: {problem}")
         else:
             common["timeout"] = float(value)
+    if "version" in data:
+        value = data.pop("version")
+        if not isinstance(value, str) or re.fullmatch(DATA_VERSION_REGEX, value) is None:
+            problems.append(f"{path}: version: {DATA_VERSION_EXPECTED}, got {value!r}")
+        else:
+            common["version"] = value
     if problems:
         raise ConfigurationError(problems)
     if common["type"] == "pgr":  # Road2's name of the pgRouting kind, as for resources

@@ -149,6 +149,8 @@ class AdministratorConfig:
     allowed_origins: tuple[str, ...] = ()
     #: Addresses or networks of reverse proxies whose ``X-Forwarded-*``/``Forwarded`` headers are believed.
     trusted_proxies: tuple[str, ...] = ()
+    #: A listener of its own for ``GET /metrics`` (Prometheus's scrape, no token asked); None: the admin API's only.
+    metrics_listener: Listener | None = None
 
 
 @attrs.frozen
@@ -282,6 +284,27 @@ class Access:
 
 
 @attrs.frozen
+class Probes:
+    """The probes of a service's listeners (``[probes]``): liveness and readiness paths, and the stop delay.
+
+    ``stop_delay``: seconds a stopping worker keeps serving after its readiness turned 503, so that a
+    load balancer polling it moves the traffic elsewhere before the worker drains.
+    """
+
+    health: str = "/healthz"
+    ready: str = "/readyz"
+    stop_delay: float = 0.0
+
+
+@attrs.frozen
+class AccessLogConfig:
+    """The JSON-lines access log of a service (``[access_log]``): off unless ``enabled``; ``file`` None: stderr."""
+
+    enabled: bool = False
+    file: Path | None = None
+
+
+@attrs.frozen
 class ServiceConfig:
     """A service file."""
 
@@ -295,6 +318,8 @@ class ServiceConfig:
     http: Http = Http()
     #: Access control of the routing APIs (None: open to all, no quotas).
     access: Access | None = None
+    probes: Probes = Probes()
+    access_log: AccessLogConfig = AccessLogConfig()
 
 
 @attrs.frozen
@@ -309,6 +334,13 @@ class SourceConfig:
     bbox: tuple[float, float, float, float] | None = None
     timeout: float | None = None
     options: dict[str, Any] = attrs.field(factory=dict)
+    #: The version of its data in use (``version`` key; see roadkit.routing.versions); None: unversioned.
+    version: str | None = None
+
+
+#: How a data version is written: it becomes part of a file path or of an SQL name.
+DATA_VERSION_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+DATA_VERSION_EXPECTED = "expected letters, digits, '.', '_' or '-' (at most 64, starting with a letter or a digit)"
 
 
 @attrs.frozen

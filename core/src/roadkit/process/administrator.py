@@ -30,7 +30,9 @@ from roadkit.process.children import ChildProcessService
 from roadkit.process.handle import ServiceHandle
 from roadkit.process.listen import ListeningSockets, SocketServer
 from roadkit.process.management import Management
+from roadkit.process.metrics import metrics_app, scrape
 from roadkit.process.same_process import InProcessService
+from roadkit.serving.data_versions import requested_version, switch_document
 from roadkit.serving.documents import Kind, ServiceFiles
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,9 @@ class Administrator:
         self.server: SocketServer | None = None
         #: The admin listener's socket, bound before the admin API starts (a port in use names its address).
         self.admin_sockets = ListeningSockets()
+        #: ``[administrator.metrics_listener]``'s server and socket, when configured.
+        self.metrics_server: SocketServer | None = None
+        self.metrics_sockets = ListeningSockets()
         #: Admin API writes (create, modify, delete, publication) one at a time: check, write, apply.
         self.writes = asyncio.Lock()
         self.authenticator = Authenticator(config.administrator.auth, sites=SitePolicy.for_admin(config.administrator))
@@ -160,6 +165,28 @@ class Administrator:
                 raise
             return read_document(path), created
 
+    async def switch_version(self, sid: str, oid: str, body: Any) -> dict[str, Any]:
+        """Point source ``oid`` at another version of its data in every worker, without a restart.
+
+        Published as a PUT of its document with the new ``version``. When a worker can't load it, the
+        file is put back and every worker reloads the version in use, so that all serve the same data.
+        """
+        version = requested_version(body)
+        handle, files = self._files(sid)
+        document, previous = switch_document(files, oid, version)
+        try:
+            stored, _ = await self.publish(sid, "source", oid, document)
+        except Exception as exc:
+            if getattr(exc, "status", 500) < 500:
+                raise  # refused before any worker was asked
+            try:
+                await handle.publish_source(oid)  # the file is back as it was: the workers that switched switch back
+            except Exception:
+                log.exception("service %s: source %s could not go back to version %s", sid, oid, previous)
+            raise
+        log.info("service %s: source %s now on data version %s (was %s)", sid, oid, version, previous)
+        return {"id": oid, "version": version, "previousVersion": previous, "source": stored}
+
     async def unpublish(self, sid: str, kind: Kind, oid: str) -> None:
         """Take one source or resource out of the running service, then remove its file."""
         async with self.writes:
@@ -167,6 +194,10 @@ class Administrator:
             path = files.check_removal(kind, oid)
             await (handle.remove_source(oid) if kind == "source" else handle.remove_resource(oid))
             atomic_remove(path)
+
+    async def metrics(self) -> bytes:
+        """Every service's metrics in Prometheus's text format, summed over its workers."""
+        return await scrape(list(self.handles.values()))
 
     async def health(self) -> dict[str, Any]:
         """Global state: green only when every service is green; red when any is red or starting."""
@@ -197,6 +228,13 @@ class Administrator:
         self.server.drain_grace = 0.0  # stopped with the administrator: no other server takes its clients over
         await self.server.start()
         log.info("admin API listening on %s", self.config.administrator.listener.bind)
+        metrics = self.config.administrator.metrics_listener
+        if metrics is not None:
+            self.metrics_sockets.update([metrics]).commit()
+            self.metrics_server = SocketServer(metrics_app(self.metrics), [(metrics, self.metrics_sockets.sockets[metrics.bind])])
+            self.metrics_server.drain_grace = 0.0
+            await self.metrics_server.start()
+            log.info("metrics listening on %s (GET /metrics)", metrics.bind)
 
     async def start_services(self, handles: Sequence[ServiceHandle] | None = None) -> None:
         """Start ``handles`` (default: every managed service) side by side (each in its own processes or tasks)."""
@@ -209,7 +247,10 @@ class Administrator:
         await asyncio.gather(*(handle.stop() for handle in list(self.handles.values())))
         if self.server is not None:
             await self.server.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         self.admin_sockets.close()
+        self.metrics_sockets.close()
         await self.authenticator.close()
 
 

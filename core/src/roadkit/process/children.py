@@ -39,6 +39,7 @@ from roadkit.process import allocator
 from roadkit.process.accept import ConnectionTable
 from roadkit.process.channel import Channel, ChannelClosed, ChannelError
 from roadkit.process.listen import ListeningSockets, Rebind
+from roadkit.process.metrics import WORKER_RESTARTS, MetricsFolder
 from roadkit.serving.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns, describe_exit
 from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
@@ -147,7 +148,7 @@ class WorkerProcess:
                 orjson.dumps(spec).decode(),
                 stdin=asyncio.subprocess.DEVNULL,
                 pass_fds=[theirs.fileno(), *listeners.values(), *shared, *quota_fds],
-                env=allocator.environment(library),
+                env={**allocator.environment(library), **self.owner.metrics().environment()},
             )
         except BaseException:
             self._release()
@@ -321,6 +322,8 @@ class ChildProcessService:
         self.table: ConnectionTable | None = None
         #: The quota counters of ``[access]``, shared with the workers (None without it).
         self.quotas: QuotaTable | None = None
+        #: The service file's ``[probes] stop_delay`` (the longest seen): part of a stopping worker's time.
+        self.stop_delay = 0.0
         self.starts = 0
         self.process_starts = 0
         self.last_exit: dict[str, Any] | None = None
@@ -328,6 +331,17 @@ class ChildProcessService:
         self._recovery: asyncio.Task[None] | None = None
         self._attempt = 0
         self._recovered_at = 0.0
+        #: Its workers' metrics files, from the first worker's start to the service's stop.
+        self.metrics_folder: MetricsFolder | None = None
+
+    def metrics(self) -> MetricsFolder:
+        """The folder of its workers' metrics (made at the first worker's start, kept across restarts)."""
+        if self.metrics_folder is None:
+            self.metrics_folder = MetricsFolder()
+        return self.metrics_folder
+
+    def processes(self) -> list[tuple[str, int]]:
+        return [(str(w.index), w.pid) for w in self.workers if w.alive and w.pid is not None]
 
     @property
     def worker_count(self) -> int:
@@ -375,6 +389,8 @@ class ChildProcessService:
         try:
             # Every configuration problem before any process starts; off the loop, the admin API keeps answering.
             config = await asyncio.to_thread(self._check)
+            # A worker serves on for its stop delay before it drains: the longest any generation had bounds the wait.
+            self.stop_delay = max(self.stop_delay, config.probes.stop_delay)
             self._share_quotas(config)
             rebind = self.sockets.update(config.listeners)
             new = await self._generation(range(self.worker_count), rebind.fds())
@@ -394,7 +410,7 @@ class ChildProcessService:
             raise
         if self.lifecycle in (Lifecycle.STOPPING, Lifecycle.STOPPED):
             rebind.rollback()
-            await asyncio.gather(*(worker.stop(self.managed.stop_timeout + 5) for worker in new))
+            await asyncio.gather(*(worker.stop(self._stop_wait()) for worker in new))
             return False
         stale = rebind.commit()
         self.workers = new
@@ -406,7 +422,7 @@ class ChildProcessService:
             ", ".join(str(w.pid) for w in new),
             ", ".join(self.sockets.sockets),
         )
-        await asyncio.gather(*(worker.stop(self.managed.stop_timeout + 5) for worker in old))
+        await asyncio.gather(*(worker.stop(self._stop_wait()) for worker in old))
         for sock in stale:
             sock.close()
         return True
@@ -459,6 +475,10 @@ class ChildProcessService:
             self.starting = []
         return workers
 
+    def _stop_wait(self) -> float:
+        """How long a stopping worker may take before it is killed: its stop delay, its drain, and a margin."""
+        return self.stop_delay + self.managed.stop_timeout + 5
+
     async def stop(self) -> None:
         """Stop every worker (drain, disconnect the sources), then close the listeners."""
         self.lifecycle = Lifecycle.STOPPING
@@ -468,7 +488,7 @@ class ChildProcessService:
         for worker in self.starting:
             worker.kill()
         async with self._runs.lock:
-            await asyncio.gather(*(worker.stop(self.managed.stop_timeout + 5) for worker in self.workers))
+            await asyncio.gather(*(worker.stop(self._stop_wait()) for worker in self.workers))
             self.workers = []
             self.sockets.close()
             if self.table is not None:
@@ -477,6 +497,9 @@ class ChildProcessService:
             if self.quotas is not None:
                 self.quotas.close()
                 self.quotas = None
+            if self.metrics_folder is not None:
+                self.metrics_folder.remove()
+                self.metrics_folder = None
             self.lifecycle = Lifecycle.STOPPED
         log.info("service %s stopped", self.id)
 
@@ -485,6 +508,8 @@ class ChildProcessService:
     def worker_exited(self, worker: WorkerProcess) -> None:
         """Called when any worker process ended: logged; an unexpected exit starts the recovery."""
         assert worker.returncode is not None
+        if self.metrics_folder is not None and worker.pid is not None:
+            self.metrics_folder.process_exited(worker.pid)
         how = describe_exit(worker.returncode)
         expected = worker.stop_requested and not worker.failure
         self.last_exit = {
@@ -529,7 +554,8 @@ class ChildProcessService:
                 if not alive:
                     self.lifecycle = Lifecycle.STARTING if not self.workers else Lifecycle.RECOVERING
                     self._recovery = None  # a crash during this start schedules the next attempt
-                    await self._bring_up()
+                    if await self._bring_up():
+                        WORKER_RESTARTS.labels(self.id).inc(len(self.workers))
                     return
                 missing = sorted({w.index for w in self.workers} - {w.index for w in alive})
                 if not missing:
@@ -547,6 +573,7 @@ class ChildProcessService:
                     log.error("service %s: automatic restart failed: %s", self.id, self.error)
                     return
                 self.workers = sorted(alive + new, key=lambda w: w.index)
+                WORKER_RESTARTS.labels(self.id).inc(len(new))
                 self.lifecycle, self.error = Lifecycle.READY, ""
                 log.info("service %s: worker(s) %s started again (pids %s)", self.id, missing, ", ".join(str(w.pid) for w in new))
                 return

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roadkit.config.models import ManagedService
 from roadkit.serving.lifecycle import Lifecycle
+
+if TYPE_CHECKING:
+    from roadkit.process.metrics import MetricsFolder
 
 
 class ServiceHandle(Protocol):
@@ -21,6 +24,8 @@ class ServiceHandle(Protocol):
     lifecycle: Lifecycle
     #: Why the last start or restart failed ("" after a good one).
     error: str
+    #: Where its worker processes write their metrics (None: it runs in this process, whose metrics are ordinary).
+    metrics_folder: MetricsFolder | None
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
@@ -33,3 +38,6 @@ class ServiceHandle(Protocol):
     async def publish_resource(self, rid: str) -> None: ...
     async def remove_resource(self, rid: str) -> None: ...
     def describe(self) -> dict[str, Any]: ...
+    def processes(self) -> list[tuple[str, int]]:
+        """Each process serving it now: (worker label, pid), for the metrics of CPU and memory."""
+        ...

@@ -129,6 +129,9 @@ def _named_paths(configuration: dict[str, Any], service_file: Path) -> list[tupl
     for i, listener in enumerate(listeners if isinstance(listeners, list) else []):
         if isinstance(listener, dict):
             named += [(f"listeners[{i}].{name}", listener.get(name)) for name in ("certfile", "keyfile")]
+    access_log = configuration.get("access_log")
+    if isinstance(access_log, dict):
+        named.append(("access_log.file", access_log.get("file")))  # the workers append to it: inside the allowed folders too
     return [(key, resolve(service_file, value)) for key, value in named if isinstance(value, str) and value and "\x00" not in value]
 
 
@@ -140,6 +143,8 @@ def _loaded_paths(service: ServiceConfig) -> list[tuple[str, Path]]:
     named += [("folders.projections", folders.projections)] if folders.projections is not None else []
     for i, listener in enumerate(service.listeners):
         named += [(f"listeners[{i}].{name}", getattr(listener, name)) for name in ("certfile", "keyfile") if getattr(listener, name)]
+    if service.access_log.file is not None:
+        named.append(("access_log.file", service.access_log.file))
     return named
 
 

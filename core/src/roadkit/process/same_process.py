@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -13,6 +14,8 @@ from roadkit.plugins import Plugins
 from roadkit.process import allocator
 from roadkit.process.children import completed
 from roadkit.process.listen import ListeningSockets, Rebind, SocketServer
+from roadkit.process.metrics import MetricsFolder
+from roadkit.serving.app import ServiceApp
 from roadkit.serving.bringup import bring_up, load
 from roadkit.serving.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns
 from roadkit.serving.quotas import QuotaTable
@@ -35,10 +38,13 @@ class InProcessService:
         self.service: Service | None = None
         self.loading: Service | None = None
         self.server: SocketServer | None = None
+        self.app: ServiceApp | None = None
         self.sockets = ListeningSockets()
         #: The quota counters of ``[access]``, kept across restarts (None without it).
         self.quotas: QuotaTable | None = None
         self.starts = 0
+        #: None: its metrics are this process's own (roadkit.serving.metrics.REGISTRY).
+        self.metrics_folder: MetricsFolder | None = None
         self._runs = MergedRuns(self._restart)
 
     async def start(self) -> None:
@@ -81,12 +87,11 @@ class InProcessService:
             if access is not None and (self.quotas is None or self.quotas.size != access.tracked_clients):
                 self.quotas = QuotaTable.create(access.tracked_clients)
             quotas = self.quotas if access is not None else None
-            app = await bring_up(self.loading, timeout=self.managed.startup_timeout, quotas=quotas)
+            app = await bring_up(self.loading, timeout=self.managed.startup_timeout, quotas=quotas, access_log=self.access_log)
             rebind = self.sockets.update(config.listeners)
             server = SocketServer(
                 app,
                 [(listener, rebind.sockets[listener.bind]) for listener in config.listeners],
-                access_log=self.access_log,
                 graceful_timeout=self.managed.stop_timeout,
                 http_server=config.http.server,
                 http=config.http,
@@ -107,6 +112,7 @@ class InProcessService:
         stale = rebind.commit()
         old_server, old_service = self.server, self.service
         self.service, self.server, self.loading = self.loading, server, None
+        self.app = app
         self.lifecycle, self.error = Lifecycle.READY, ""
         log.info("service %s listening on %s", self.id, ", ".join(listener.bind for listener in config.listeners))
         if old_server is not None:
@@ -121,6 +127,10 @@ class InProcessService:
         """Stop accepting and drain, then disconnect the sources and close the listeners."""
         self.lifecycle = Lifecycle.STOPPING
         async with self._runs.lock:
+            if self.server is not None and self.app is not None and self.service is not None:
+                self.app.stopping = True  # the readiness probe says 503 while load balancers notice
+                if self.service.config.probes.stop_delay > 0:
+                    await asyncio.sleep(self.service.config.probes.stop_delay)
             if self.server is not None:
                 await self.server.stop()
                 self.server = None
@@ -175,6 +185,9 @@ class InProcessService:
         async with self._runs.lock:
             if self.service is not None:
                 await self.service.remove_resource(rid)
+
+    def processes(self) -> list[tuple[str, int]]:
+        return [("administrator", os.getpid())] if self.server is not None else []
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {

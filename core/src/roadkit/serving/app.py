@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,10 +18,14 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from roadkit.config.models import ServiceConfig
+from roadkit.config.models import Probes, ServiceConfig
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
+from roadkit.requestid import REQUEST_ID, request_id
+from roadkit.routing.source import SourceState
 from roadkit.serving.access import AccessControl, Checks
+from roadkit.serving.accesslog import AccessLog
+from roadkit.serving.metrics import RequestMetrics
 from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
 from roadkit.web.api import (
@@ -71,11 +76,14 @@ def create_app(
     service_id: str = "main",
     manage_lifecycle: bool = True,
     quotas: QuotaTable | None = None,
-) -> Starlette:
+    access_log: bool = False,
+) -> ServiceApp:
     """A service's ASGI app. With ``manage_lifecycle`` its lifespan starts and stops the service.
 
     ``quotas``: the quota counters the service's workers share (``[access]``); the app makes its own
-    when none is given. Embedding applications use :mod:`roadkit.asgi`, which builds this app from a service file.
+    when none is given. ``access_log``: write the JSON access log even when the service file does not
+    ask for it (the administrator's ``[administrator.logging] access_log``), to stderr unless the file
+    names one. Embedding applications use :mod:`roadkit.asgi`, which builds this app from a service file.
     """
     service = config if isinstance(config, Service) else Service(config, plugins or Plugins.create(), id=service_id)
     access = service.config.access
@@ -83,6 +91,8 @@ def create_app(
     own_quotas = quotas is None and access is not None
     if access is not None and quotas is None:
         quotas = QuotaTable.create(access.tracked_clients)
+    logged = service.config.access_log
+    requests_log = AccessLog(logged.file, parse_networks(service.config.http.trusted_proxies)) if logged.enabled or access_log else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -97,6 +107,8 @@ def create_app(
                 await checks.close()
             if own_quotas and quotas is not None:
                 quotas.close()
+            if requests_log is not None:
+                requests_log.close()
 
     async def root(request: Request) -> Response:
         return PlainTextResponse(f"roadkit service {service.id}")
@@ -111,10 +123,14 @@ def create_app(
         prefixes = tuple(route.path for route in routes if isinstance(route, Mount))
         proxies = parse_networks(service.config.http.trusted_proxies)
         middleware.append(Middleware(AccessControl, checks=checks, quotas=quotas, prefixes=prefixes, proxies=proxies))
+    apis = {api.prefix: api.name for api in service.plugins.apis().values()}
     app = ServiceApp(
         routes,
+        metrics=RequestMetrics(service, routes, apis),
         cors=bool(service.config.cors),
         direct=access is None,
+        probes=service.config.probes,
+        access_log=requests_log,
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={HTTPException: http_exception_handler, Exception: server_error_handler},
@@ -140,12 +156,32 @@ class ServiceApp(Starlette):
     differently (a CORS request with an ``Origin``, an app mounted under a ``root_path``, a
     middleware added later), goes through Starlette. Routes changed after the app was made (an
     embedding app's own route in front of an operation) are seen: the direct paths are found again.
+
+    In front of all that, outside every middleware: the probes (``[probes]``), the request id
+    (:mod:`roadkit.requestid`) returned on every answer, and the access log when there is one.
     """
 
-    def __init__(self, routes: list[BaseRoute], *, cors: bool, direct: bool = True, **options: Any) -> None:
+    def __init__(
+        self,
+        routes: list[BaseRoute],
+        *,
+        cors: bool,
+        direct: bool = True,
+        probes: Probes | None = None,
+        access_log: AccessLog | None = None,
+        metrics: RequestMetrics | None = None,
+        **options: Any,
+    ) -> None:
         """``options``: Starlette's; ``cors``: the middleware has a CORS middleware (a request with ``Origin`` goes through it);
-        ``direct``: False when a middleware must see every request (access control), so none is answered directly."""
+        ``direct``: False when a middleware must see every request (access control), so none is answered directly;
+        ``access_log``: where each answered request is written, if anywhere."""
         super().__init__(routes=routes, **options)
+        probes = probes or Probes()
+        self._probes = {probes.health: self._health, probes.ready: self._readiness}
+        self.access_log = access_log
+        self._metrics = metrics
+        #: Set when the worker begins to stop: the readiness probe answers 503 while requests are still served.
+        self.stopping = False
         self._answers_directly = direct
         self._direct = query_routes(routes)
         self._scoped = scope_routes(routes)
@@ -155,50 +191,143 @@ class ServiceApp(Starlette):
         self._middleware = len(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            if self.router.routes != self._routes:  # identity first: a few pointer comparisons a request
-                self._routes = list(self.router.routes)
-                self._direct = query_routes(self._routes)
-                self._scoped = scope_routes(self._routes)
-            if (
-                self._answers_directly
-                and scope["method"] in _GET_HEAD
-                and not scope.get("root_path")
-                and len(self.user_middleware) == self._middleware
-                and not (self._cors and any(name == b"origin" for name, _ in scope["headers"]))
-            ):
-                answer = self._direct.get(scope["path"])
-                if answer is not None:
-                    added = self._added if self._added is not None else await self._learn_added_headers()
-                    if added is not None:
-                        try:
-                            status, content = await answer(scope["query_string"])
-                        except Exception as exc:  # as Starlette's handler would answer it, with the headers
-                            status, content = error_answer(exc)
-                        body = render_json(content)
-                        headers = [(b"content-length", str(len(body)).encode("latin-1")), (b"content-type", b"application/json"), *added]
-                        if status == 503:  # as web.api.error_response answers it
-                            headers.append((b"retry-after", b"1"))
-                        await send({"type": "http.response.start", "status": status, "headers": headers})
-                        await send({"type": "http.response.body", "body": body})
-                        return
-                elif self._scoped and (route := self._scope_route(scope["path"])) is not None:
-                    added = self._added if self._added is not None else await self._learn_added_headers()
-                    if added is not None:
-                        try:
-                            response = await route.answer(scope)
-                        except Exception as exc:
-                            response = error_response(exc)
-                        own = response.raw_headers
-                        present = {name for name, _ in own}
-                        headers = [*own, *(header for header in added if header[0] not in present)]
-                        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-                        await send({"type": "http.response.body", "body": response.body})
-                        return
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        metrics = self._metrics
+        if metrics is None or scope["path"] in self._probes:  # a probe every few seconds is no request to count
+            await self._identified(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500  # an answer that never started: the server answers a 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        metrics.in_flight(1.0)
+        try:
+            await self._identified(scope, receive, sending)
+        finally:
+            metrics.in_flight(-1.0)
+            metrics.record(scope, status, time.perf_counter() - start)
+
+    async def _identified(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer an HTTP request with its request id, and its access log line when there is a log."""
+        rid = request_id(scope["headers"])
+        token = REQUEST_ID.set(rid)
+        try:
+            if self.access_log is None:
+                await self._answer(scope, receive, send, (b"x-request-id", rid.encode("ascii")))
+            else:
+                await self._answer_logged(scope, receive, send, rid)
+        finally:
+            REQUEST_ID.reset(token)
+
+    async def _answer_logged(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
+        started = time.perf_counter()
+        status, sent = 0, 0
+
+        async def counted(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self._answer(scope, receive, counted, (b"x-request-id", rid.encode("ascii")))
+        finally:
+            if self.access_log is not None and scope["path"] not in self._probes:  # probes every few seconds are noise
+                self.access_log.write(scope, rid, status or 500, sent, started)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, request_header: tuple[bytes, bytes]) -> None:
+        """Answer an HTTP request, with ``request_header`` (its ``X-Request-ID``) on the answer."""
+        probe = self._probes.get(scope["path"])
+        if probe is not None and scope["method"] in _GET_HEAD:
+            status, content = probe()
+            body = render_json(content)
+            headers = [
+                (b"content-length", str(len(body)).encode("latin-1")),
+                (b"content-type", b"application/json"),
+                (b"cache-control", b"no-store"),
+                request_header,
+            ]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if self.router.routes != self._routes:  # identity first: a few pointer comparisons a request
+            self._routes = list(self.router.routes)
+            self._direct = query_routes(self._routes)
+            self._scoped = scope_routes(self._routes)
+        if (
+            self._answers_directly
+            and scope["method"] in _GET_HEAD
+            and not scope.get("root_path")
+            and len(self.user_middleware) == self._middleware
+            and not (self._cors and any(name == b"origin" for name, _ in scope["headers"]))
+        ):
+            answer = self._direct.get(scope["path"])
+            if answer is not None:
+                added = self._added if self._added is not None else await self._learn_added_headers()
+                if added is not None:
+                    try:
+                        status, content = await answer(scope["query_string"])
+                    except Exception as exc:  # as Starlette's handler would answer it, with the headers
+                        status, content = error_answer(exc)
+                    body = render_json(content)
+                    headers = [
+                        (b"content-length", str(len(body)).encode("latin-1")),
+                        (b"content-type", b"application/json"),
+                        *added,
+                        request_header,
+                    ]
+                    if status == 503:  # as web.api.error_response answers it
+                        headers.append((b"retry-after", b"1"))
+                    await send({"type": "http.response.start", "status": status, "headers": headers})
+                    await send({"type": "http.response.body", "body": body})
+                    return
+            elif self._scoped and (route := self._scope_route(scope["path"])) is not None:
+                added = self._added if self._added is not None else await self._learn_added_headers()
+                if added is not None:
+                    try:
+                        response = await route.answer(scope)
+                    except Exception as exc:
+                        response = error_response(exc)
+                    own = response.raw_headers
+                    present = {name for name, _ in own}
+                    headers = [*own, *(header for header in added if header[0] not in present), request_header]
+                    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+                    await send({"type": "http.response.body", "body": response.body})
+                    return
         if scope.get("root_path") and "roadkit.root_path" not in scope:
             # Mounted in a host app: the APIs' own links start with the host's prefix (web.api.base_url).
             scope["roadkit.root_path"] = scope["root_path"]
-        await super().__call__(scope, receive, send)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), request_header]}
+            await send(message)
+
+        await super().__call__(scope, receive, send_with_id)
+
+    def _health(self) -> tuple[int, dict[str, Any]]:
+        """The liveness probe: 200 while this worker answers at all."""
+        return 200, {"status": "alive", "service": self.state.service.id}
+
+    def _readiness(self) -> tuple[int, dict[str, Any]]:
+        """The readiness probe: 200 when the service runs and every source is green; 503 naming what is not."""
+        service = self.state.service
+        if self.stopping:
+            return 503, {"status": "stopping", "service": service.id, "message": "This worker is stopping"}
+        red = {sid: str(source.state) for sid, source in service.sources.items() if source.state is not SourceState.GREEN}
+        if service.state == "ready" and not red:
+            return 200, {"status": "ready", "service": service.id}
+        message = f"Source(s) not green: {', '.join(sorted(red))}" if red else f"The service is {service.state}"
+        return 503, {"status": "not ready", "service": service.id, "message": message, "sources": red}
 
     def _scope_route(self, path: str) -> ScopeRoute | None:
         """The :class:`~roadkit.web.api.ScopeRoute` Starlette's routing gives a GET of ``path``, if any."""

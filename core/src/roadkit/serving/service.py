@@ -9,13 +9,14 @@ from typing import Any
 
 from roadkit.config.loader import read_resources, read_sources
 from roadkit.config.models import ResourceConfig, ServiceConfig, SourceConfig
-from roadkit.errors import ConfigurationError, NotFound, ParameterInvalid, RoadkitError
+from roadkit.errors import ConfigurationError, NotFound, ParameterInvalid, RoadkitError, SourceUnavailable
 from roadkit.plugins import Plugins
 from roadkit.routing.constraints import wanted_bans
 from roadkit.routing.projections import ProjectionRegistry
 from roadkit.routing.resources import Resource, build_resource
 from roadkit.routing.source import Source, SourceContext, SourceState
 from roadkit.routing.units import UnitRegistry
+from roadkit.serving.metrics import time_engine
 from roadkit.serving.reconnect import Backoff, Reconnection, keep_connecting
 from roadkit.web.api import Api
 
@@ -135,7 +136,9 @@ class Service:
             raise ConfigurationError(
                 [f"{config.path}: projection: unknown projection {config.projection!r} (known: {', '.join(self.projections.ids())})"]
             )
-        return cls.from_config(config, timeout=self.config.limits.engine_timeout, context=self.context)
+        source = cls.from_config(config, timeout=self.config.limits.engine_timeout, context=self.context)
+        time_engine(source, self.id)
+        return source
 
     async def start(self) -> None:
         """Load the configuration, connect every source, then build the resources."""
@@ -294,13 +297,30 @@ class Service:
             source = self._build_source(config)
             if source is None:
                 raise ConfigurationError([f"{config.path}: type: no installed plugin provides source kind {config.type!r}"])
-            await self._connect(source)
             old = self.sources.get(sid)
+            if old is not None and old.data_version != source.data_version:
+                await self._switch_version(old, source)
+            else:
+                await self._connect(source)
             self.sources[sid] = source
             await self._rebuild_resources(lambda c: sid in c.sources)
             if old is not None:
                 self._retire(old)
             log.info("service %s: source %s published (%s)", self.id, sid, source.state)
+
+    async def _switch_version(self, old: Source, new: Source) -> None:
+        """Connect ``new`` (another data version of ``old``); one that does not turn green is refused and ``old`` stays."""
+        await self._attempt(new)
+        if new.state is not SourceState.GREEN:
+            reason = new.reason
+            try:
+                await new.disconnect()
+            except Exception:
+                log.exception("source %s failed to disconnect", new.id)
+            raise SourceUnavailable(
+                f"source {new.id}: version {new.data_version} can't be loaded ({reason}); version {old.data_version} is still in use"
+            )
+        log.info("service %s: source %s switches from version %s to %s", self.id, new.id, old.data_version, new.data_version)
 
     async def remove_source(self, sid: str) -> None:
         """Take source ``sid`` out: its resources are rebuilt without it, then it is disconnected."""

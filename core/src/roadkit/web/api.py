@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,9 +150,19 @@ class ScopeRoute(Route):
     :class:`~starlette.responses.Response` with its body, not a streaming one).
     """
 
-    def __init__(self, path: str, endpoint: Callable[[Request], Awaitable[Response]], *, answer: ScopeAnswer, methods: list[str]) -> None:
+    def __init__(
+        self,
+        path: str,
+        endpoint: Callable[[Request], Awaitable[Response]],
+        *,
+        answer: ScopeAnswer,
+        methods: list[str],
+        operations: Collection[str] = (),
+    ) -> None:
         super().__init__(path, endpoint, methods=methods)
         self.answer = answer
+        #: The operation names that may follow ``/{resource}/`` in its paths (the metrics' ``operation`` label).
+        self.operations = frozenset(operations)
 
 
 async def read_json_body(request: Request, limit: int) -> Any:

@@ -22,6 +22,8 @@ from roadkit.web.docs import docs_routes
 from roadkit.web.security import SecurityHeaders
 
 PREFIX = "/admin/1.0.0"
+#: Prometheus's text format.
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def create_admin_app(admin: AdminBackend) -> Starlette:
@@ -65,6 +67,9 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
         body = await admin.health()
         return JSONResponse(redact(body), status_code=200 if body["state"] == "green" else 503)
 
+    async def metrics(request: Request) -> Response:
+        return Response(await admin.metrics(), headers={"content-type": METRICS_TYPE, "cache-control": "no-store"})
+
     async def configuration(request: Request) -> Response:
         return JSONResponse(redact(admin.configuration()))
 
@@ -96,6 +101,7 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
         Route("/version", guarded(version), methods=["GET"]),
         Route("/health", guarded(health), methods=["GET"]),
         Route("/plugins", guarded(plugins), methods=["GET"]),
+        Route("/metrics", guarded(metrics), methods=["GET"]),
         Route("/configuration", guarded(configuration), methods=["GET"]),
         Route("/services", guarded(services), methods=["GET"]),
         Route("/services/{service}", guarded(service), methods=["GET"]),

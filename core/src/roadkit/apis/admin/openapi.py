@@ -66,6 +66,16 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                     "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"}),
                 },
             ),
+            "/metrics": _get(
+                "metrics",
+                "Every service's metrics in Prometheus's text format, summed over all its workers.",
+                {
+                    "200": {
+                        "description": "The metrics (Prometheus text format 0.0.4)",
+                        "content": {"text/plain; version=0.0.4; charset=utf-8": {"schema": {"type": "string"}}},
+                    }
+                },
+            ),
             "/plugins": _get(
                 "plugins",
                 "The installed plugins in load order: distribution, version, source kinds, APIs, commands and hooks.",
@@ -148,6 +158,10 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                                                 "type": {"type": "string"},
                                                 "state": {"$ref": "#/components/schemas/State"},
                                                 "reason": {"type": "string"},
+                                                "version": {
+                                                    "type": "string",
+                                                    "description": "The version of its data in use (a versioned source).",
+                                                },
                                             },
                                         },
                                     },

@@ -18,8 +18,9 @@ from roadkit.config.loader import (
     QUOTA_WINDOW,
     RETRY_WAIT,
     STARTUP_TIMEOUT,
+    STOP_DELAY,
 )
-from roadkit.config.models import max_workers
+from roadkit.config.models import DATA_VERSION_REGEX, max_workers
 from roadkit.config.sites import NETWORK_REGEX
 from roadkit.serving.documents import ID_REGEX
 
@@ -238,8 +239,51 @@ def write_paths() -> dict[str, Any]:
             },
             **_publication("source", "Source"),
             **_publication("resource", "Resource"),
+            "/services/{service}/sources/{source}/version": {"post": _switch_version()},
         }
     )
+
+
+def _switch_version() -> dict[str, Any]:
+    version = {"type": "string", "pattern": DATA_VERSION_REGEX, "description": "A version built by 'roadkit prepare --version'."}
+    return {
+        "operationId": "switchSourceVersion",
+        "summary": (
+            "Point a source at another version of its data: every worker loads it beside the version in use, "
+            "answers with it once it is loaded, then releases the old one. No request fails, nothing restarts."
+        ),
+        "parameters": [_SERVICE, _id("source", "source")],
+        "requestBody": {
+            "required": True,
+            **_json({"type": "object", "required": ["version"], "additionalProperties": False, "properties": {"version": version}}),
+        },
+        "responses": {
+            "200": {
+                "description": "Every worker answers with the new version",
+                **_json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "id": _TEXT,
+                            "version": _TEXT,
+                            "previousVersion": {"type": ["string", "null"]},
+                            "source": {"type": "object"},
+                        },
+                    }
+                ),
+            },
+            "400": {"description": "Invalid body, version or source id (the message names it)", **_ERROR},
+            **_AUTH,
+            "404": {"description": "Unknown service or source", **_ERROR},
+            "409": {"description": f"That version's data is not built (the message names the missing files); or {_HAND_EDITED}", **_ERROR},
+            "413": _TOO_LARGE,
+            "415": _MEDIA,
+            "503": {
+                "description": "A worker could not load that version: the file is put back and every worker keeps the version in use",
+                **_ERROR,
+            },
+        },
+    }
 
 
 #: Writes take a bearer token when [administrator.auth] is configured; none from loopback without it.
@@ -261,6 +305,9 @@ def secured(paths: dict[str, Any]) -> dict[str, Any]:
 _TEXT = {"type": "string"}
 #: A path as the service file takes it (relative to the file, or absolute); the system refuses NUL.
 _PATH = {"type": "string", "pattern": "^[^\\u0000]+$", "description": "A path ('~user' for a user of the server)."}
+
+
+_PROBE_PATH = {"type": "string", "pattern": "^/[!-~]{1,255}$", "not": {"pattern": "[?#]"}}
 
 
 def _closed(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -385,6 +432,19 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
                 }
             ),
             "access": _access_schema(),
+            "probes": _closed(
+                {
+                    "health": {**_PROBE_PATH, "description": "The liveness probe's path (/healthz)."},
+                    "ready": {**_PROBE_PATH, "description": "The readiness probe's path (/readyz)."},
+                    "stop_delay": _seconds(STOP_DELAY, "Seconds a stopping worker serves on after its readiness turned 503 (0)."),
+                }
+            ),
+            "access_log": _closed(
+                {
+                    "enabled": {"type": "boolean", "description": "Write a JSON line per answered request (false)."},
+                    "file": {**_PATH, "description": "The file the lines are appended to (stderr when absent)."},
+                }
+            ),
         },
         ("application",),
     )

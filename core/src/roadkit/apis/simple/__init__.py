@@ -1,4 +1,4 @@
-"""The simple API 1.0.0: getcapabilities, route, isochrone and nearest, in GET and POST."""
+"""The simple API 1.0.0: getcapabilities, route, isochrone, nearest and matrix, in GET and POST."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ Handler = Callable[["ServiceView", dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def operation_names(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """Path names of the operations (``ROUTE_ROUTE``, ``ISOCHRONE_ROUTE``, ``NEAREST_ROUTE``)."""
+    """Path names of the operations (``ROUTE_ROUTE``, ``ISOCHRONE_ROUTE``, ``NEAREST_ROUTE``, ``MATRIX_ROUTE``)."""
     env = os.environ if environ is None else environ
-    return {op: (env.get(f"{op.upper()}_ROUTE") or op).strip("/") for op in ("route", "isochrone", "nearest")}
+    return {op: (env.get(f"{op.upper()}_ROUTE") or op).strip("/") for op in ("route", "isochrone", "nearest", "matrix")}
 
 
 def build_routes(service: ServiceView) -> list[BaseRoute]:
@@ -72,6 +72,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
             try:
                 check()
                 params = await read_parameters(request, limit)
+                request.scope["roadkit.resource"] = params.get("resource")  # the metrics' label of a POST
                 return JSONResponse(await handler(service, params))
             except Exception as exc:
                 return error_response(exc)
@@ -80,13 +81,18 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
             # A GET straight from the ASGI scope (roadkit.serving.app's fast path): what ``run`` answers to it.
             try:
                 check()
-                return 200, await handler(service, query_parameters(query))
+                return 200, await handler(service, query_parameters(query, limit))
             except Exception as exc:
                 return error_answer(exc)
 
         return QueryRoute(f"/{names[op]}", run, answer=answer, methods=["GET", "POST"])
 
-    handlers: dict[str, Handler] = {"route": operations.route, "isochrone": operations.isochrone, "nearest": operations.nearest}
+    handlers: dict[str, Handler] = {
+        "route": operations.route,
+        "isochrone": operations.isochrone,
+        "nearest": operations.nearest,
+        "matrix": operations.matrix,
+    }
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/getcapabilities", getcapabilities, methods=["GET", "POST"]),
