@@ -41,24 +41,31 @@ def free_port() -> int:
 
 
 class EngineServer:
-    """One engine server process on ``127.0.0.1:port``; ``probe`` is a path it answers when ready."""
+    """One engine server process on ``host:port`` (a loopback address); ``probe`` is a path it answers when ready."""
 
-    def __init__(self, name: str, command: Sequence[str], port: int, probe: str, *, log: Path | None = None) -> None:
+    def __init__(
+        self, name: str, command: Sequence[str], port: int, probe: str, *, log: Path | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self.name = name
         self.command = list(command)
         self.port = port
         self.probe = probe
         self.log = log
+        self.host = host
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> EngineServer:
         """Start the process and wait until it answers ``probe`` (any HTTP status)."""
         out = self.log.open("ab") if self.log else subprocess.DEVNULL
-        self.process = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self.process = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            if self.log:
+                out.close()  # the server holds its own copy of the file
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
@@ -92,12 +99,18 @@ class EngineServer:
             self.kill()
 
 
-def osrm_routed(dataset: Path, algorithm: str = "CH", port: int | None = None) -> EngineServer:
-    """osrm-routed of the osrm-bindings wheel on ``dataset`` (not started)."""
-    port = port or free_port()
-    command = [sys.executable, "-m", "osrm", "routed", "--ip", "127.0.0.1", "--port", str(port), "--threads", "2"]
-    command += ["--algorithm", algorithm, "--verbosity", "WARNING", str(dataset)]
-    return EngineServer("osrm-routed", command, port, "/nearest/v1/driving/0,0")
+def osrm_routed(
+    dataset: Path, algorithm: str = "CH", port: int | None = None, *, host: str = "127.0.0.1", log: Path | None = None
+) -> EngineServer:
+    """osrm-routed of the osrm-bindings wheel on ``dataset`` (not started).
+
+    ``host``: the loopback address it listens on (all of 127.0.0.0/8 is this machine's on Linux);
+    ``log``: a file that receives its output with one line per request it answers.
+    """
+    port = port or reserve_port(host)
+    command = [sys.executable, "-m", "osrm", "routed", "--ip", host, "--port", str(port), "--threads", "2"]
+    command += ["--algorithm", algorithm, "--verbosity", "INFO" if log else "WARNING", str(dataset)]
+    return EngineServer("osrm-routed", command, port, "/nearest/v1/driving/0,0", log=log, host=host)
 
 
 def valhalla_service(config: Path, workdir: Path, port: int | None = None, threads: int = 2) -> EngineServer:
@@ -272,11 +285,14 @@ class LoadResult:
         return [r for r in self.results if isinstance(r, BaseException)]
 
 
-async def kill_under_load(call: Callable[[], Awaitable[Any]], victim: EngineServer, *, clients: int = 8, calls: int = 25) -> LoadResult:
+async def kill_under_load(
+    call: Callable[[], Awaitable[Any]], victim: EngineServer, *, clients: int = 8, calls: int = 25, freeze: float = 0.0
+) -> LoadResult:
     """``clients`` concurrent loops of ``calls`` calls each; ``victim`` is SIGKILLed once a quarter of them answered.
 
     Failover must hide the death: the caller asserts ``failures == []`` and that the kill came
-    while requests were still coming (``killed_after`` well below the total).
+    while requests were still coming (``killed_after`` well below the total). ``freeze``: seconds
+    the victim is stopped (SIGSTOP) before it is killed, so that it dies with requests in flight.
     """
     results: list[Any] = []
     killed_after = 0
@@ -293,6 +309,9 @@ async def kill_under_load(call: Callable[[], Awaitable[Any]], victim: EngineServ
         nonlocal killed_after
         while len(results) < total // 4:
             await asyncio.sleep(0.002)
+        if freeze and victim.process is not None:
+            os.killpg(victim.process.pid, signal.SIGSTOP)
+            await asyncio.sleep(freeze)
         victim.kill()
         killed_after = len(results)
 

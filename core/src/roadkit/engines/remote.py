@@ -28,6 +28,7 @@ from yarl import URL
 from roadkit.config.files import resolve
 from roadkit.config.models import SourceConfig
 from roadkit.errors import EngineTimeout, SourceUnavailable
+from roadkit.requestid import current as current_request_id
 from roadkit.routing.source import Source, SourceState
 
 log = logging.getLogger(__name__)
@@ -296,17 +297,23 @@ class EngineServers:
         Raises SourceUnavailable (503) when no server answers and EngineTimeout (504) when the
         source's time-out passes. Any HTTP answer is returned as it is (the engine's errors are the
         caller's to map), except the "gone" statuses of a proxy in front (502, 503, 504), which
-        count as a server that does not answer. ``encoded``: ``path`` is already percent-encoded and
-        is sent byte for byte.
+        count as a server that does not answer. A connection that breaks once open is tried once
+        more on the same server (behind a load balancer, another backend takes it) before the server
+        counts as down. ``encoded``: ``path`` is already percent-encoded and is sent byte for byte.
         """
         session = self._session
         if session is None:
             raise SourceUnavailable(f"source {self.source_id} is not connected")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
-        headers = {"Content-Type": "application/json"} if json_body is not None else None
+        headers = {"Content-Type": "application/json"} if json_body is not None else {}
+        if (request_id := current_request_id()) is not None:
+            headers["X-Request-ID"] = request_id  # the engine server's logs can be matched with roadkit's
         failures: list[str] = []
-        for server in self._candidates():
+        candidates = self._candidates()
+        resent: set[str] = set()
+        while candidates:
+            server = candidates.pop(0)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
@@ -327,6 +334,13 @@ class EngineServers:
                 self._probe_soon(server)
                 raise EngineTimeout(f"The engine of source {self.source_id} did not answer within {self.timeout:g} s") from None
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as exc:
+                if server.url not in resent and not isinstance(exc, aiohttp.ClientConnectorError):
+                    # Broken after it was open: behind a load balancer (a Kubernetes Service) one backend
+                    # went away, and a new connection to the same address reaches another one. Engine
+                    # calls are computations, safe to send again whatever their method (POST included).
+                    resent.add(server.url)
+                    candidates.insert(0, server)
+                    continue
                 # Refused, reset, closed mid-answer: the server is gone; the request is idempotent.
                 failures.append(f"{server.url}: {_describe(exc)}")
                 self._mark(server, False, _describe(exc))
