@@ -647,6 +647,8 @@ async def test_service_writes_naming_paths_or_libraries_the_administrator_does_n
             {"configuration": configuration(port, listeners=[{"port": port, "certfile": "link/cert.pem", "keyfile": "link/cert.pem"}])},
             "listeners[0].certfile",
         ),
+        # The workers append to the access log: a file elsewhere (a shell's profile...) would grow with lines a client chose.
+        ({"configuration": configuration(port) | {"access_log": {"enabled": True, "file": "link/profile"}}}, "access_log.file"),
         ({"configuration": configuration(port) | {"password": "secret"}}, "password"),
         # Road2's shape of a service file: its folders as loaded.
         (
