@@ -220,7 +220,7 @@ def running(command: list[str], *, pinned: bool, ready: str, preload: str | None
 def accepted_per_worker(admin: int) -> list[int]:
     """Connections each roadkit worker accepted so far (the administrator's health); [] in same-process mode."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{admin}/admin/1.0.0/health", timeout=5) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{admin}/admin/1.0.0/health?verbose=true", timeout=5) as response:
             body = json.loads(response.read())
     except (OSError, urllib.error.URLError, ValueError):
         return []

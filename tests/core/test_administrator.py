@@ -56,7 +56,7 @@ async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Pa
         async with httpx.AsyncClient(timeout=5) as client:
             for _ in range(200):  # the admin listener comes up while the source is still connecting
                 try:
-                    response = await client.get(f"{base}/health")
+                    response = await client.get(f"{base}/health?verbose=true")
                     break
                 except httpx.ConnectError:
                     await asyncio.sleep(0.02)
@@ -68,7 +68,13 @@ async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Pa
             with pytest.raises(httpx.ConnectError):
                 await client.get(f"http://127.0.0.1:{service_port}/")
             StraightLineSource.gate.set()
-            green = (await _wait_green(client, f"{base}/health")).json()
+            # Road2's default answer is the state alone; verbose=true gives every service and source.
+            assert (await _wait_green(client, f"{base}/health")).json() == {"state": "green"}
+            assert (await client.get(f"{base}/health?verbose=false")).json() == {"state": "green"}
+            bad = await client.get(f"{base}/health?verbose=yes")
+            assert bad.status_code == 400
+            assert bad.json()["error"]["message"] == "Parameter 'verbose' is invalid: value should be 'true' or 'false'"
+            green = (await client.get(f"{base}/health?verbose=true")).json()
             assert green == {
                 "state": "green",
                 "administrator": {"state": "green"},
@@ -95,10 +101,18 @@ async def test_admin_answers_during_start_up_and_health_turns_green(tmp_path: Pa
             assert missing.status_code == 404 and missing.json()["error"]["message"] == "Can't find projection EPSG:9999"
             services = (await client.get(f"{base}/services")).json()
             assert services[0]["id"] == "main" and services[0]["configuration"]["application"]["name"] == "test"
+            # Road2's service description: the file's keys and id first, roadkit's fields beside them.
+            assert list(services[0])[:2] == ["application", "listeners"] and services[0]["application"]["name"] == "test"
+            one = (await client.get(f"{base}/services/main")).json()
+            assert one["application"] == services[0]["application"] and one["lifecycle"] == "ready"
             # Same process: the administrator's own allocator, read from its memory map (the setting can't change it).
             assert services[0]["allocator"] == "auto" and services[0]["processes"][0]["allocator"] == allocator.loaded()
             assert (await client.get(f"{base}/services/nope")).status_code == 404
-            assert (await client.get(f"{base}/configuration")).json()["services"][0]["id"] == "main"
+            configuration = (await client.get(f"{base}/configuration")).json()
+            assert configuration["administration"]["services"][0]["id"] == "main"
+            assert configuration["administration"]["api"] == {"name": "admin", "version": "1.0.0"}
+            assert configuration["administration"]["network"]["server"]["port"] == admin_port
+            assert configuration["administration"]["cors"] == "cors.toml"
             assert (await client.post(f"{base}/version")).status_code == 405
             assert (await client.get(f"{base}/nothing")).json()["error"]["errorType"] == "not_found"
             document = (await client.get(f"{base}/openapi.json")).json()
@@ -121,7 +135,7 @@ async def test_a_service_that_fails_to_start_is_red_with_its_reason(tmp_path: Pa
     await admin.start()
     try:
         async with httpx.AsyncClient() as client:
-            response = await client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+            response = await client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health?verbose=true")
         assert response.status_code == 503
         service = response.json()["services"][0]
         assert service["state"] == "red" and "operations.route.profile.values" in service["reason"]

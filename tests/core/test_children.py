@@ -70,7 +70,7 @@ async def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
 
 
 async def health(client: httpx.AsyncClient, example: Example) -> dict[str, Any]:
-    response = await client.get(f"{example.admin}/health")
+    response = await client.get(f"{example.admin}/health?verbose=true")
     body: dict[str, Any] = response.json()
     assert response.status_code == (200 if body["state"] == "green" else 503)
     return body
@@ -423,7 +423,7 @@ async def test_the_admin_api_answers_quickly_while_a_service_loads(tmp_path: Pat
         async with httpx.AsyncClient() as client:
             while not starting.done():
                 began = time.perf_counter()
-                response = await client.get(f"{example.admin}/health")
+                response = await client.get(f"{example.admin}/health?verbose=true")
                 timings.append(time.perf_counter() - began)
                 if response.status_code == 200:  # ready: the task finishes in a moment
                     break

@@ -146,6 +146,14 @@ nbPoints = { default = 1 }
     assert any(p.startswith(f"{path}: operations.nowhere: unknown operation") for p in problems)
 
 
+def test_a_resource_offering_no_operation_is_refused_naming_operations(tmp_path: Path, plugins: Plugins) -> None:
+    service = make_service(tmp_path)
+    write(tmp_path / "resources" / "lines.resource", 'id = "lines"\ntype = "straightline"\nsources = ["a"]\n')
+    problems = problems_of(run, Service(load_service(service), plugins).start())
+    path = tmp_path / "resources" / "lines.resource"
+    assert f"{path}: operations: expected at least one operation (route, isochrone, nearest or matrix), got none" in problems
+
+
 def test_cors_file_accepts_road2_options_and_rejects_unknown_ones(tmp_path: Path) -> None:
     assert load_cors(write(tmp_path / "cors.json", '{"origin": "*", "methods": "GET,POST"}'))["allow_methods"] == ["GET", "POST"]
     problems = problems_of(load_cors, write(tmp_path / "bad.toml", "origins = 3\nwhatever = true\n"))

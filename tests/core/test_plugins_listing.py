@@ -18,9 +18,10 @@ from tests.core.test_administrator import server_file
 
 def test_the_plugins_describe_each_distribution_and_what_it_contributes() -> None:
     described = {plugin["name"]: plugin for plugin in Plugins.create().describe()}
-    assert list(described)[:3] == ["roadkit.defaults", "roadkit.apis.simple", "roadkit.cli"]  # core's defaults first
+    assert list(described)[:4] == ["roadkit.defaults", "roadkit.apis.simple", "roadkit.apis.ogcapi_routes", "roadkit.cli"]  # core's first
     core = described["roadkit.apis.simple"]
     assert (core["distribution"], core["apis"], core["hooks"]) == ("roadkit", ["simple/1.0.0"], ["roadkit_apis"])
+    assert described["roadkit.apis.ogcapi_routes"]["apis"] == ["ogcapi-routes/1.0"]
     osrm = described["osrm"]
     assert osrm["distribution"] == "roadkit-osrm" and osrm["version"]
     assert osrm["sourceKinds"] == ["osrm", "osrm-http"] and osrm["apis"] == ["osrm/1.0.0"] and osrm["commands"] == ["osrm-build"]
@@ -40,7 +41,7 @@ def test_an_extra_plugin_is_listed_without_a_distribution() -> None:
 
     extra = Extra()
     described = Plugins.create(load_entry_points=False, extra_plugins=[extra]).describe()
-    assert [p["name"] for p in described][:3] == ["roadkit.defaults", "roadkit.apis.simple", "roadkit.cli"]
+    assert [p["name"] for p in described][:4] == ["roadkit.defaults", "roadkit.apis.simple", "roadkit.apis.ogcapi_routes", "roadkit.cli"]
     last = described[-1]
     assert (last["distribution"], last["hooks"], last["sourceKinds"]) == ("", ["roadkit_cost_units"], [])
 

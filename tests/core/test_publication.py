@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import tomllib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -93,7 +94,7 @@ async def test_an_empty_service_populated_through_the_admin_api_serves_routes(ru
     assert created.status_code == 201, created.text
     assert created.json() == SOURCE_A
     assert tomllib.loads((running.root / "sources" / "a.source").read_text()) == SOURCE_A
-    health = (await c.get(f"{running.admin}/health")).json()
+    health = (await c.get(f"{running.admin}/health?verbose=true")).json()
     assert health["services"][0]["sources"] == [{"id": "a", "type": "straightline", "state": "green"}]
 
     created = await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)
@@ -162,7 +163,7 @@ async def test_removal_of_resources_and_sources(running: Running) -> None:
 
     assert (await c.delete(f"{running.admin}/services/main/sources/a")).status_code == 204
     assert not (running.root / "sources" / "a.source").exists()
-    assert (await c.get(f"{running.admin}/health")).json()["services"][0]["sources"] == []
+    assert (await c.get(f"{running.admin}/health?verbose=true")).json()["services"][0]["sources"] == []
     assert (await c.delete(f"{running.admin}/services/main/sources/a")).status_code == 404
     assert (await c.delete(f"{running.admin}/services/nope/sources/a")).status_code == 404
     assert (await c.get(f"{running.admin}/services/main/sources/a")).status_code == 404
@@ -220,6 +221,13 @@ async def test_invalid_documents_give_400_naming_every_problem_and_change_nothin
     assert f"{resource_file}: operations.route.profile.values" in message
     assert f"{resource_file}: operations.route.colour: unknown parameter of route" in message
     assert f"{resource_file}: operations.fly: unknown operation" in message
+    # A resource that offers no operation would refuse every request: a 400 naming operations.
+    for nothing in ({"operations": {}}, {}):
+        idle = await c.put(
+            f"{running.admin}/services/main/resources/lines", json={k: v for k, v in RESOURCE.items() if k != "operations"} | nothing
+        )
+        assert idle.status_code == 400
+        assert f"{resource_file}: operations: expected at least one operation" in idle.json()["error"]["message"]
     for body, expected in ((b"[1, 2]", "expected a JSON object"), (b"{not json", "expected JSON")):
         response = await c.put(f"{running.admin}/services/main/resources/lines", content=body, headers={"content-type": "application/json"})
         assert response.status_code == 400 and expected in response.json()["error"]["message"]
@@ -385,7 +393,7 @@ async def test_a_resource_whose_source_is_red_is_served_once_the_source_is_fixed
     c = running.client
     red = await c.put(f"{running.admin}/services/main/sources/a", json=SOURCE_A | {"fail": True})
     assert red.status_code == 201, red.text
-    source_health = (await c.get(f"{running.admin}/health")).json()["services"][0]["sources"][0]
+    source_health = (await c.get(f"{running.admin}/health?verbose=true")).json()["services"][0]["sources"][0]
     assert source_health["state"] == "red" and "refused to load" in source_health["reason"]
     assert (await c.put(f"{running.admin}/services/main/resources/lines", json=RESOURCE)).status_code == 201
     assert (await running.route()).status_code == 400  # written, but no available source to serve it
@@ -562,3 +570,96 @@ async def test_answers_of_the_admin_api_show_no_password(running: Running) -> No
     for path in ("/services/main/sources", "/services/main/sources/pg", "/services", "/services/main", "/configuration", "/health"):
         answer = await running.client.get(f"{running.admin}{path}")
         assert "s3cret" not in answer.text, path
+
+
+OSRM_CAR = {"type": "osrm", "projection": "EPSG:4326", "cost": {"profile": "car", "optimization": "fastest"}}
+VALHALLA_CAR = {"type": "valhalla", "projection": "EPSG:4326", "costs": [{"profile": "car", "costing": "auto", "optimization": "fastest"}]}
+
+
+async def test_sources_whose_data_lies_outside_the_allowed_folders_are_400_naming_the_key_and_change_nothing(
+    with_engines: Running, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    running = with_engines
+    root = running.root
+    outside = tmp_path_factory.mktemp("outside")
+    write(outside / "far.database.toml", 'host = "10.1.2.3"\ndatabase = "roadkit"\n')
+    (root / "data").symlink_to(outside, target_is_directory=True)  # a folder inside that leads out
+    (root / "osrm").mkdir()
+    (root / "osrm" / "v2").symlink_to(outside, target_is_directory=True)  # version v2 of ../osrm/monaco.osrm, linked out
+    (root / "valhalla").mkdir()
+    (root / "valhalla" / "tiles").symlink_to(outside, target_is_directory=True)  # the default tile folder, linked out
+    before = files_under(root, outside)
+    refused: list[tuple[dict[str, Any], str, Path]] = [
+        (OSRM_CAR | {"storage": {"file": str(outside / "monaco.osrm")}}, "storage.file", outside / "monaco.osrm"),
+        (OSRM_CAR | {"storage": {"file": "../data/monaco.osrm"}}, "storage.file", root / "data" / "monaco.osrm"),
+        (OSRM_CAR | {"storage": {"file": "../osrm/monaco.osrm"}, "version": "v2"}, "storage.file", root / "osrm" / "v2" / "monaco.osrm"),
+        (
+            OSRM_CAR | {"storage": {"file": "../osrm/monaco.osrm"}, "preparation": {"osm": str(outside / "monaco.osm.pbf")}},
+            "preparation.osm",
+            outside / "monaco.osm.pbf",
+        ),
+        (
+            OSRM_CAR
+            | {"storage": {"file": "../osrm/monaco.osrm"}, "preparation": {"osm": "../monaco.osm.pbf", "profile": "../data/evil.lua"}},
+            "preparation.profile",
+            root / "data" / "evil.lua",
+        ),
+        (VALHALLA_CAR | {"storage": {"config": str(outside / "valhalla.json")}}, "storage.config", outside / "valhalla.json"),
+        (
+            VALHALLA_CAR | {"storage": {"config": "../valhalla/valhalla.json", "tar": "../data/tiles.tar"}},
+            "storage.tar",
+            root / "data" / "tiles.tar",
+        ),
+        (VALHALLA_CAR | {"storage": {"config": "../valhalla/valhalla.json"}}, "storage.config", root / "valhalla" / "tiles"),
+        (
+            {"type": "pgrouting", "storage": {"database": str(outside / "far.database.toml")}, "costs": PG_COSTS},
+            "storage.database",
+            outside / "far.database.toml",
+        ),
+    ]
+    for body, key, path in refused:
+        response = await running.client.put(f"{running.admin}/services/main/sources/x", json=body)
+        assert response.status_code == 400, (body, response.text)
+        problems = response.json()["error"]["message"].splitlines()
+        # One problem: the path, not a file read there (the database file's host is never looked at).
+        assert len(problems) == 1, (key, problems)
+        assert problems[0].startswith(f"{root / 'sources' / 'x.source'}: {key}: expected a path inside the folders"), (key, problems)
+        assert f"({str(root)!r}; administrator.writes.folders of the server file), got " in problems[0], (key, problems)
+        assert repr(os.path.realpath(path)) in problems[0], (key, problems)  # as given, or as the link it goes through leads
+    assert files_under(root, outside) == before
+    # Inside the allowed folders the same document passes the check (its dataset is missing: a 503 from the engine).
+    inside = await running.client.put(
+        f"{running.admin}/services/main/sources/x", json=OSRM_CAR | {"storage": {"file": "../osrm/monaco.osrm"}}
+    )
+    assert "administrator allows" not in inside.text, inside.text
+
+
+async def test_error_answers_of_the_admin_api_show_no_password(running: Running) -> None:
+    # The client's own password, quoted back in a 400 about a wrong place.
+    dsn = "postgresql://roadkit:s3cret@db.example.org/roadkit"
+    refused = [
+        SOURCE_A | {"id": dsn},
+        SOURCE_A | {"id": "host=db password='s3 cret'"},
+        SOURCE_A | {"id": {"password": "s3cret", "user": "roadkit"}},
+    ]
+    for body in refused:
+        response = await running.client.put(f"{running.admin}/services/main/sources/a", json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert "s3cret" not in response.text and "***" in response.text, response.text
+    for method, url in (("POST", "/services"), ("PUT", "/services/main")):
+        body = {"id": "x", "configuration": {"application": {"name": dsn}, "listeners": [{"port": dsn}]}}
+        response = await running.client.request(method, f"{running.admin}{url}", json=body)
+        assert response.status_code == 400, response.text
+        assert "s3cret" not in response.text and "postgresql://roadkit:***@db.example.org" in response.text, response.text
+    # A service file changed by hand (the administrator's own) whose text a 409 quotes.
+    service_file = running.root / "service.toml"
+    service_file.write_text(
+        service_file.read_text().replace("[application]", f'[application]\ncontact = {{ url = "{dsn}", password = "s3cret" }}')
+    )
+    for path in ("/services/main/sources", "/services/main/sources/a"):
+        response = await running.client.get(f"{running.admin}{path}")
+        assert response.status_code == 409, response.text
+        assert "s3cret" not in response.text and "***" in response.text, response.text
+    # A path holding a password, quoted in a 404.
+    missing = await running.client.get(f"{running.admin}/services/{dsn}")
+    assert missing.status_code == 404 and "s3cret" not in missing.text, missing.text

@@ -323,7 +323,7 @@ async def test_services_created_and_deleted_while_the_administrator_starts(tmp_p
             StraightLineSource.gate.set()
             await starting
             assert (await deleting).status_code == 204
-            health = (await c.get(f"{setup.base}/health")).json()
+            health = (await c.get(f"{setup.base}/health?verbose=true")).json()
             assert sorted(s["id"] for s in health["services"]) == ["main", "second"]
             assert admin.handles.keys() == {"main", "second"}
             assert "third" not in setup.path.read_text()
@@ -635,6 +635,9 @@ async def test_service_writes_naming_paths_or_libraries_the_administrator_does_n
     library = outside / "libevil.so"
     library.write_bytes(b"\x7fELF" + b"\x00" * 60)  # "a shared library" to the loader: code in every worker
     (admin.root / "link").symlink_to(outside, target_is_directory=True)
+    (outside / "cors.json").write_text('{"origin": "*"}')
+    (outside / "log4js.json").write_text('{"mainConf": {}}')
+    road2 = {"name": "r", "title": "R", "description": "R", "sources": {"directories": ["sources"]}}
     before = tree(admin.root, outside)
     port = free_port()
     refused: list[tuple[dict[str, Any], str]] = [
@@ -649,12 +652,21 @@ async def test_service_writes_naming_paths_or_libraries_the_administrator_does_n
         ),
         # The workers append to the access log: a file elsewhere (a shell's profile...) would grow with lines a client chose.
         ({"configuration": configuration(port) | {"access_log": {"enabled": True, "file": "link/profile"}}}, "access_log.file"),
+        # The API keys' file the workers read, the routes' store they write.
+        ({"configuration": configuration(port) | {"access": {"keys_file": "link/keys.toml"}}}, "access.keys_file"),
+        ({"configuration": configuration(port) | {"ogcapi_routes": {"store": str(outside / "routes.sqlite")}}}, "ogcapi_routes.store"),
         ({"configuration": configuration(port) | {"password": "secret"}}, "password"),
         # Road2's shape of a service file: its folders as loaded.
         (
             {"configuration": {"application": {"name": "r", "title": "R", "description": "R", "sources": {"directories": [str(outside)]}}}},
             "folders.sources[0]",
         ),
+        # Road2's CORS and log4js files, read when the service loads: never outside either.
+        (
+            {"configuration": {"application": road2 | {"network": {"cors": {"configuration": str(outside / "cors.json")}}}}},
+            "application.network.cors.configuration",
+        ),
+        ({"configuration": {"application": road2 | {"logs": {"configuration": "link/log4js.json"}}}}, "application.logs.configuration"),
         ({"mode": "child-process", "allocator": str(library), "configuration": configuration(port)}, "allocator"),
         ({"mode": "child-process", "allocator": f"{admin.root}/link/libevil.so", "configuration": configuration(port)}, "allocator"),
     ]

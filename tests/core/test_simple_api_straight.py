@@ -177,6 +177,13 @@ def test_capabilities_list_the_resource_operations_and_their_urls(client: TestCl
     assert route["crs"]["values"] == ["EPSG:4326", "EPSG:3857"]
     assert operations["nearest"]["nbPoints"]["values"] == {"min": 1, "max": 10}
     assert operations["isochrone"]["costType"]["values"] == ["time", "distance"]
+    # Road2's shapes: the isochrone's crs also as projection (Road2's name), required/default as strings.
+    isochrone = [p["id"] for p in resource["availableOperations"][1]["availableParameters"]]
+    assert isochrone.index("projection") + 1 == isochrone.index("crs")
+    assert operations["isochrone"]["projection"]["values"] == operations["isochrone"]["crs"]["values"]
+    start = next(p for p in body["operations"][0]["parameters"] if p["name"] == "start")
+    assert (start["required"], start["default"]) == ("true", "false")
+    assert body["info"]["keywords"] == {}
 
 
 # -- route ------------------------------------------------------------------------------------------------
@@ -324,7 +331,8 @@ def test_points_outside_the_bbox_are_400s_naming_the_parameter(client: TestClien
 
 def test_profile_and_optimization_must_be_compatible(client: TestClient) -> None:
     message = error_of(get(client, ROUTE, **BASE, profile="pedestrian", optimization="shortest"))
-    assert message.startswith("Parameter 'profile' is invalid") and "not compatible" in message
+    assert message.startswith("Parameters 'profile' and 'optimization' are not compatible")  # Road2's wording
+    assert "profile 'pedestrian' with optimization 'shortest' is not offered by this resource" in message
 
 
 def test_date_time_is_validated(client: TestClient) -> None:
@@ -339,7 +347,7 @@ def test_date_time_is_validated(client: TestClient) -> None:
         ({"start": None}, "Parameter 'start' not found"),
         ({"end": None}, "Parameter 'end' not found"),
         ({"resource": None}, "Parameter 'resource' not found"),
-        ({"resource": "nowhere"}, "Parameter 'resource' is invalid: 'nowhere' does not exist"),
+        ({"resource": "nowhere"}, "Parameter 'resource' is invalid: it does not exist on this service (got 'nowhere')"),
         ({"start": "7.41;43.72"}, "Parameter 'start' is invalid: expected a point 'x,y'"),
         ({"start": "1e3,43.72"}, "Parameter 'start' is invalid"),
         ({"start": "2.35,48.85"}, "x = 2.35 is not in the bbox"),
@@ -360,6 +368,14 @@ def test_every_invalid_route_parameter_is_a_400_naming_it(client: TestClient, pa
     query = {k: v for k, v in {**BASE, **params}.items() if v is not None}
     assert expected in error_of(get(client, ROUTE, **query))
     assert expected in error_of(post(client, ROUTE, query))
+
+
+def test_spaces_around_pipes_are_accepted_as_road2_does(client: TestClient) -> None:
+    spaced = get(client, ROUTE, **BASE, waysAttributes="name | name", intermediates="7.42,43.73 | 7.416,43.732")
+    plain = get(client, ROUTE, **BASE, waysAttributes="name|name", intermediates="7.42,43.73|7.416,43.732")
+    assert spaced.status_code == 200, spaced.text
+    assert spaced.json() == plain.json()
+    assert "Parameter 'waysAttributes' is invalid" in error_of(get(client, ROUTE, **BASE, waysAttributes="name | speed"))
 
 
 def test_a_repeated_query_key_is_rejected(client: TestClient) -> None:
@@ -509,7 +525,7 @@ def test_isochrone_formats_and_crs(client: TestClient) -> None:
     [
         ({"point": None}, "Parameter 'point' not found"),
         ({"point": "2.35,48.85"}, "Parameter 'point' is invalid"),
-        ({"resource": "nowhere"}, "Parameter 'resource' is invalid: 'nowhere' does not exist"),
+        ({"resource": "nowhere"}, "Parameter 'resource' is invalid: it does not exist on this service (got 'nowhere')"),
         ({"profile": "pedestrian"}, "Parameter 'profile' is invalid"),
         ({"costType": "money"}, "Parameter 'costType' is invalid"),
         ({"costValue": "0"}, "Parameter 'costValue' is invalid"),

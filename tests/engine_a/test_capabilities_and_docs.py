@@ -19,7 +19,7 @@ def test_capabilities_describe_service_operations_and_resources(client: TestClie
     caps = client.get(CAPS).json()
     assert caps["info"]["name"] == "roadkit-monaco"
     assert caps["info"]["language"] == "en"
-    assert "routing" in caps["info"]["keywords"]
+    assert "routing" in caps["info"]["keywords"]["keyword"]  # Road2's {"keyword": ...}
     assert caps["info"]["contact"] == {"email": "roadkit@example.org"}
     assert caps["provider"]["name"] == "roadkit demo"
     assert caps["api"] == {"name": "simple", "version": "1.0.0"}

@@ -133,7 +133,10 @@ def test_an_osrm_dataset_missing_at_start_joins_its_resource_when_it_appears(osr
         service: Service = app.state.service
         assert [s.id for s in service.resources["monaco-osrm"].sources] == ["monaco-osrm-car-shortest", "monaco-osrm-pedestrian-fastest"]
         response = client.get(ROUTE, params=BASE)
-        assert response.status_code == 400 and "profile 'car' and optimization 'fastest' are not compatible" in response.text
+        assert (
+            response.status_code == 400
+            and "Parameters 'profile' and 'optimization' are not compatible: profile 'car' with optimization 'fastest'" in response.text
+        )
         red = next(s for s in service.health()["sources"] if s["id"] == "monaco-osrm-car-fastest")
         assert red["state"] == "red" and red["connection"]["attempts"] >= 1 and "monaco.osrm" in red["connection"]["lastError"]
         (example / "data" / "osrm" / "car-fastest").symlink_to(built / "car-fastest", target_is_directory=True)

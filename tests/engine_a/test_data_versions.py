@@ -120,7 +120,7 @@ async def test_osrm_sources_switch_to_a_new_data_version_under_load_without_a_fa
                     assert set(versions[:switch]) == {"2016-03-05"} and set(versions[switch:]) == {"v2"}, kind
                 native = [v for k, _, v in seen if k == "native"]
                 assert native[0] is None and native[-1] == "v2"
-            shares = (await c.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")).json()["services"][0]
+            shares = (await c.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health?verbose=true")).json()["services"][0]
             assert all(w["connections"]["accepted"] > 0 for w in shares["workers"]), shares  # both workers served the load
             assert {s["id"]: s.get("version") for s in shares["sources"]} == {
                 "monaco-osrm-car-fastest": "v2",

@@ -79,14 +79,31 @@ def test_unknown_profile_names_the_known_ones(client: TestClient) -> None:
         "code": "InvalidProfile",
         "message": "Profile bike not found on resource monaco-osrm (known: car, driving, foot, pedestrian, walking)",
     }
+    # Road2's URL: Road2's messages for what only its URL names.
     road2 = client.get(f"/osrm/1.0.0/monaco-osrm/pedestrian/shortest/route/v1/_/{COORDS}")
-    assert road2.status_code == 400 and "Profile pedestrian/shortest not found" in road2.json()["message"]
+    assert road2.status_code == 400
+    assert road2.json()["message"] == (
+        "Parameters 'profile' and 'optimization' are not compatible: "
+        "profile pedestrian with optimization shortest is not offered by resource monaco-osrm"
+    )
+    bad_profile = client.get(f"/osrm/1.0.0/monaco-osrm/bike/fastest/route/v1/_/{COORDS}")
+    assert bad_profile.status_code == 400
+    assert bad_profile.json()["message"].startswith("Parameter 'profileId' is invalid: it does not exist on this resource (known: car")
+    bad_optimization = client.get(f"/osrm/1.0.0/monaco-osrm/car/greenest/route/v1/_/{COORDS}")
+    assert bad_optimization.status_code == 400
+    assert bad_optimization.json()["message"] == (
+        "Parameter 'optimizationId' is invalid: it does not exist on this resource (known: fastest, shortest)"
+    )
 
 
 def test_unknown_resource_is_a_404(client: TestClient) -> None:
     response = client.get(f"/osrm/1.0.0/nowhere/route/v1/car/{COORDS}")
     assert response.status_code == 404
     assert response.json() == {"code": "InvalidResource", "message": "Resource 'nowhere' does not exist on this service"}
+    # Road2's URL: Road2's 400 and message.
+    road2 = client.get(f"/osrm/1.0.0/nowhere/car/fastest/route/v1/_/{COORDS}")
+    assert road2.status_code == 400
+    assert road2.json() == {"code": "InvalidResource", "message": "Parameter 'resourceId' is invalid: it does not exist on this service"}
 
 
 def test_what_the_binding_cannot_do_is_refused_clearly(client: TestClient) -> None:

@@ -48,6 +48,9 @@ port = {admin_port}
 id = "main"
 configuration = "service.toml"
 mode = "same-process"
+
+[administrator.writes]
+folders = [".", "{osrm_example / "data"}"]  # the datasets, in the cache
 """,
     )
     admin = administrator(load_server(path), Plugins.create())
@@ -81,7 +84,7 @@ mode = "same-process"
             assert route.status_code == 200, route.text
             body = route.json()
             assert body["profile"] == "car" and 500 < body["distance"] < 5000
-            health = (await client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")).json()
+            health = (await client.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health?verbose=true")).json()
             assert health["services"][0]["sources"] == [{"id": "osrm-car", "type": "osrm", "state": "green"}]
 
             # Replaced again and again under load: no request fails, none waits for a restart.

@@ -40,7 +40,7 @@ def test_roadkit_serve_runs_the_example_and_stops_cleanly(osrm_example: Path, tm
         health = None
         for _ in range(300):
             try:
-                health = httpx.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")
+                health = httpx.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health?verbose=true")
                 if health.status_code == 200:
                     break
             except httpx.ConnectError:
@@ -93,7 +93,7 @@ def test_roadkit_check_builds_the_resources_and_finds_what_start_would(osrm_exam
     text = resource.read_text()
     text = text.replace('start = { bbox = "7.349,43.71,7.491,43.77"', 'start = { bbox = "7.491,43.71,7.349,43.77"', 1)
     text = text.replace(
-        'profile = { values = ["car", "pedestrian"], default = "car" }', 'profile = { values = ["car", "pedestrian"], default = "bike" }'
+        'profile = { values = ["car", "pedestrian"], default = "car" }', 'profile = { values = ["car", "pedestrian"], default = "bike" }', 1
     )
     resource.write_text(text)
     result = subprocess.run([sys.executable, "-m", "roadkit.cli", "check", str(example / "server.toml")], capture_output=True, text=True)

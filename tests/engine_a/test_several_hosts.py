@@ -134,7 +134,7 @@ def answered(server: EngineServer) -> int:
 
 def server_states(admin_url: str) -> dict[str, str]:
     """The gateway's view of its engine servers, from the admin API's health: {url: "up" | "down"}."""
-    health = httpx.get(admin_url + "/admin/1.0.0/health", trust_env=False).json()
+    health = httpx.get(admin_url + "/admin/1.0.0/health?verbose=true", trust_env=False).json()
     for service in health["services"]:
         for source in service["sources"]:
             if source["id"] == SOURCE_ID:

@@ -13,7 +13,7 @@ import httpx
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
 from roadkit.server import administrator
-from tests.conftest import copy_example
+from tests.conftest import MONACO_PBF, copy_example
 from tests.core.conftest import free_port
 from tests.engine_b.conftest import keep_only_valhalla
 
@@ -35,6 +35,9 @@ def _example(valhalla_config: Path, tmp_path: Path) -> tuple[Path, int, int, Pat
     admin_port, service_port = free_port(), free_port()
     server = example / "server.toml"
     server.write_text(re.sub(r'workers = "auto"', "workers = 2", re.sub(r"port = 8079", f"port = {admin_port}", server.read_text())))
+    # The source's data lies in the sibling "data" folder and its OSM extract in the repository's example: both allowed.
+    with server.open("a") as text:
+        text.write(f'\n[administrator.writes]\nfolders = [".", "{tmp_path / "data"}", "{MONACO_PBF.parent}"]\n')
     service = example / "service.toml"
     service.write_text(re.sub(r"port = 8080", f"port = {service_port}", service.read_text()))
     source = example / "sources" / "monaco-valhalla.source"

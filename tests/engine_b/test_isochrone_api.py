@@ -83,7 +83,7 @@ def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClie
         ({"profile": "bicycle"}, "Parameter 'profile' is invalid: expected one of car, pedestrian, multimodal"),
         (
             {"profile": "multimodal", "costType": "distance"},
-            "Parameter 'profile' is invalid: profile 'multimodal' and costType 'distance' are not compatible",
+            "Parameters 'profile' and 'costType' are not compatible: profile 'multimodal' with costType 'distance' is not offered",
         ),
         ({"direction": "both"}, "Parameter 'direction' is invalid: expected one of departure, arrival"),
         ({"geometryFormat": "kml"}, "Parameter 'geometryFormat' is invalid: expected one of geojson, polyline, wkt"),
@@ -108,7 +108,7 @@ def test_response_has_road2_fields_in_order_and_a_valid_polygon(client: TestClie
             {"constraints": '{"constraintType":"banned","key":"wayType","operator":"=","value":"bus"}'},
             "Parameter 'constraints' is invalid: value",
         ),
-        ({"resource": "nowhere"}, "Parameter 'resource' is invalid: 'nowhere' does not exist"),
+        ({"resource": "nowhere"}, "Parameter 'resource' is invalid: it does not exist on this service (got 'nowhere')"),
         ({"resource": None}, "Parameter 'resource' not found"),
         # Found by schemathesis: the unit of the other cost type was not checked (a 200), and a
         # costValue or a year the engine refuses was the engine's error, against the document.
@@ -238,7 +238,7 @@ def test_capabilities_describe_the_valhalla_resource(client: TestClient) -> None
     capabilities = client.get("/simple/1.0.0/getcapabilities").json()
     (resource,) = [r for r in capabilities["resources"] if r["id"] == "monaco-valhalla"]
     operations = {op["id"]: {p["id"]: p for p in op["availableParameters"]} for op in resource["availableOperations"]}
-    assert set(operations) == {"route", "isochrone", "nearest"}
+    assert set(operations) == {"route", "isochrone", "nearest", "matrix"}
     assert operations["isochrone"]["costValue"]["values"] == {"min": 1, "max": 50000}
     assert "multimodal" in operations["route"]["profile"]["values"]
     assert operations["isochrone"]["geometryFormat"]["values"] == ["geojson", "polyline", "wkt"]

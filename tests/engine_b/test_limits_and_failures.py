@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from roadkit.routing.model import Cost, RouteRequest
 from roadkit.routing.source import SourceState
 from roadkit.serving.app import create_app
 from roadkit.serving.service import Service
+from roadkit.web.api import error_response
 from roadkit_valhalla import ValhallaSource
 from tests.engine_b.conftest import END, START, connected, edit_source
 
@@ -354,3 +356,19 @@ async def test_inline_engine_calls_let_a_waiting_connection_be_accepted_before_t
             client.close()
         for transport in made:
             transport.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("No path could be found for input", "no_path"), ("Exceeded max locations: 20", "parameter_invalid"), ("Bad tile", "engine_error")],
+)
+def test_valhallas_identified_errors_are_logged_at_debug(text: str, code: str, caplog: pytest.LogCaptureFixture) -> None:
+    from roadkit_valhalla.base import engine_error
+
+    with caplog.at_level(logging.DEBUG):
+        error = engine_error(text, "route")
+        assert error.code == code
+        response = error_response(error)
+    assert response.status_code >= 400
+    records = [r for r in caplog.records if r.name.startswith(("roadkit", "roadkit_valhalla"))]
+    assert all(r.levelno == logging.DEBUG for r in records), [(r.levelname, r.getMessage()) for r in records]

@@ -90,6 +90,22 @@ def test_avoid_takes_a_route_off_the_motorway(prefs: TestClient, actor: Any) -> 
     assert route(prefs, **ON_THE_MOTORWAY, constraints=constraint("avoid", "autoroute"))["distance"] == free["distance"]
 
 
+def _road_classes(actor: Any, geometry: dict[str, Any]) -> set[str]:
+    """The road classes of the ways a GeoJSON line runs on (Valhalla's own reading of its edges)."""
+    shape = [{"lon": lon, "lat": lat} for lon, lat in geometry["coordinates"]]
+    traced = json.loads(actor.trace_attributes(json.dumps({"shape": shape, "shape_match": "edge_walk", "costing": "auto"})))
+    return {edge["road_class"] for edge in traced["edges"]}
+
+
+def test_a_banned_way_type_is_a_hard_ban(prefs: TestClient, actor: Any) -> None:
+    # Valhalla lets a route start on an excluded way: the start goes to the nearest allowed way, as on OSRM.
+    free = route(prefs, **ON_THE_MOTORWAY, geometryFormat="geojson")
+    banned = route(prefs, **ON_THE_MOTORWAY, geometryFormat="geojson", constraints=constraint("banned", "autoroute"))
+    assert "motorway" in _road_classes(actor, free["geometry"])
+    assert "motorway" not in _road_classes(actor, banned["geometry"])
+    assert banned["distance"] > free["distance"] * 1.1
+
+
 def test_prefer_takes_the_motorway_when_it_is_close_enough(prefs: TestClient) -> None:
     free = route(prefs, **DOWN_TO_THE_COAST)
     preferred = route(prefs, **DOWN_TO_THE_COAST, constraints=constraint("prefer", "autoroute"))

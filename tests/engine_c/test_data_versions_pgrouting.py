@@ -14,6 +14,7 @@ from roadkit.cli import main as roadkit_main
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
 from roadkit.server import administrator
+from tests.conftest import MONACO_PBF
 from tests.core.conftest import free_port
 from tests.engine_c.conftest import make_pg_example
 
@@ -40,6 +41,9 @@ async def test_pgrouting_switches_to_a_new_schema_under_load_without_a_failed_re
     admin_port, service_port = free_port(), free_port()
     server = example / "server.toml"
     server.write_text(re.sub(r'workers = "auto"', "workers = 2", re.sub(r"port = 8079", f"port = {admin_port}", server.read_text())))
+    # The data lies in the sibling "-data" folder and the OSM extract in the repository's example: both allowed.
+    with server.open("a") as text:
+        text.write(f'\n[administrator.writes]\nfolders = [".", "{example.parent / "monaco-data"}", "{MONACO_PBF.parent}"]\n')
     service = example / "service.toml"
     service.write_text(re.sub(r"port = 8080", f"port = {service_port}", service.read_text()))
     source = example / "sources" / "monaco-pgrouting.source"
@@ -77,7 +81,7 @@ async def test_pgrouting_switches_to_a_new_schema_under_load_without_a_failed_re
                     switch = versions.index("v2")
                     assert set(versions[:switch]) == {"2016-03-05"} and set(versions[switch:]) == {"v2"}
                     assert len(versions) - switch > 2  # answered from the new schema after the old one was gone
-                health = (await c.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health")).json()
+                health = (await c.get(f"http://127.0.0.1:{admin_port}/admin/1.0.0/health?verbose=true")).json()
                 assert health["state"] == "green" and health["services"][0]["sources"][0]["version"] == "v2", health
         finally:
             stop.set()

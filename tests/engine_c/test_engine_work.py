@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,11 +107,14 @@ async def test_a_database_error_text_never_reaches_the_client(pg_example: Path, 
     assert isinstance(source, PgRoutingSource)
     await source.connect()
     try:
-        with pytest.raises(EngineError) as raised:
+        with caplog.at_level(logging.DEBUG), pytest.raises(EngineError) as raised:
             await source.fetch("SELECT secret_column FROM monaco.ways", [])
         assert "secret_column" not in raised.value.message and "does not exist" not in raised.value.message
         assert raised.value.message == "pgRouting could not answer this request on source monaco-pgrouting"
         assert "secret_column" in caplog.text  # the log has it
+        # An identified error (it carries a code): logged at debug, as the core logs it.
+        records = [r for r in caplog.records if r.name == "roadkit_pgrouting.source"]
+        assert records and all(r.levelno == logging.DEBUG for r in records), [(r.levelname, r.getMessage()) for r in records]
         assert source.state is SourceState.GREEN
     finally:
         await source.disconnect()

@@ -84,6 +84,13 @@ def test_isochrone_polygon_is_valid_and_contains_the_start(client: TestClient) -
     assert signed > 0, "exterior rings are counter-clockwise (RFC 7946)"
 
 
+def test_an_isochrone_from_the_sea_is_a_404_no_isochrone_found(client: TestClient) -> None:
+    response = isochrone(client, point="7.49,43.71")  # in the sea, kilometres from the coast
+    assert response.status_code == 404, response.text
+    assert response.json()["error"]["message"].startswith("No isochrone found: no road within")
+    assert response.json()["error"]["errorType"] == "no_isochrone"
+
+
 def test_an_isochrone_of_a_few_nearly_aligned_pieces_of_road_does_not_crash_the_database(client: TestClient, pg_dsn: str) -> None:
     # Found by schemathesis (fuzzing): a point at the edge of the data, a cost of 2.2 s: the reached pieces of
     # road are almost flat, and ST_ConcaveHull on GEOS < 3.12.1 (Debian 12: 3.11.1) crashed the PostgreSQL backend

@@ -13,9 +13,9 @@ import pytest
 from shapely.geometry import LineString, Point
 
 from roadkit.config.loader import read_source
-from roadkit.errors import NoPathFound, ParameterInvalid, SourceUnavailable
+from roadkit.errors import NoIsochroneFound, NoPathFound, ParameterInvalid, SourceUnavailable
 from roadkit.plugins import Plugins
-from roadkit.routing.model import Coord, Cost, NearestRequest, RouteRequest
+from roadkit.routing.model import Coord, Cost, IsochroneRequest, NearestRequest, RouteRequest
 from roadkit.routing.source import SourceState
 from roadkit.testing import SourceContract
 from roadkit_pgrouting import queries
@@ -188,6 +188,12 @@ async def test_unknown_cost_is_a_400_naming_the_profile(source: PgRoutingSource)
 async def test_point_far_from_any_road_is_no_path(source: PgRoutingSource) -> None:
     with pytest.raises(NoPathFound):
         await source.route(RouteRequest((START, (7.6, 43.5)), Cost("car", "fastest")))
+
+
+async def test_an_isochrone_from_a_point_far_from_any_road_is_no_isochrone(source: PgRoutingSource) -> None:
+    # Its own answer (Road2's "No iso found"), not a route's "No path found".
+    with pytest.raises(NoIsochroneFound, match=r"^No isochrone found: no road within [0-9]+ m of point 7\.6,43\.5$"):
+        await source.isochrone(IsochroneRequest((7.6, 43.5), Cost("car", cost_type="time"), (60.0,)))
 
 
 async def test_wrong_column_makes_the_source_red_naming_it(pg_example: Path, tmp_path: Path) -> None:

@@ -55,6 +55,17 @@ class ParameterInvalid(BadRequest):
         self.detail = detail
 
 
+class ParametersNotCompatible(BadRequest):
+    """Two parameters whose values no source of the resource serves together (Road2's wording)."""
+
+    code = "parameter_invalid"
+
+    def __init__(self, first: str, second: str, detail: str) -> None:
+        super().__init__(f"Parameters '{first}' and '{second}' are not compatible: {detail}")
+        self.parameter = first
+        self.detail = detail
+
+
 class PointNotSnapped(ParameterInvalid):
     """A point of a list parameter (``sources``, ``targets``...) that no road of the network is near."""
 

@@ -34,6 +34,7 @@ from roadkit.config.models import (
     Limits,
     Listener,
     ManagedService,
+    OgcApiRoutesConfig,
     Probes,
     ResourceConfig,
     ServerConfig,
@@ -74,13 +75,17 @@ ENGINE_TIMEOUT = (0.001, 3600.0)
 #: ``limits.max_body_bytes``: a body (or a query) is held in memory whole.
 BODY_BYTES = (1, 1 << 30)
 RETRY_WAIT = (0.01, 86400.0)
-#: A connection's deadlines, ``[http]`` head_timeout, body_timeout and keep_alive_timeout.
+#: A connection's deadlines, ``[http]`` head_timeout, body_timeout, keep_alive_timeout and send_timeout.
 CONNECTION_TIMEOUT = (0.05, 3600.0)
 #: ``[http]`` max_url_bytes and max_header_bytes: below, ordinary requests no longer fit; above, one
 #: connection's head could take a worker's memory.
 HEAD_BYTES = (1024, 1_048_576)
 #: ``[http]`` max_connections (also lowered at start to fit the process's open-file limit).
 MAX_CONNECTIONS = (1, 1_000_000)
+
+
+#: Seconds the OGC API – Routes keeps a stored route: a minute to a year.
+ROUTES_KEPT = (60.0, 31_536_000.0)
 
 
 def seconds_problem(value: Any, bounds: tuple[float, float]) -> str | None:
@@ -423,6 +428,16 @@ def parse_service(
         access_log = attrs.evolve(access_log, file=log_file)
         if not log_file.parent.is_dir():
             problems.append(f"{path}: access_log.file: expected a file in an existing folder, got {str(log_file)!r}")
+    ogc = config.ogcapi_routes
+    ogc = attrs.evolve(ogc, store=resolve(path, ogc.store))
+    if not ogc.store.parent.is_dir():
+        problems.append(f"{path}: ogcapi_routes.store: expected a file in an existing folder, got {str(ogc.store)!r}")
+    if (problem := seconds_problem(ogc.keep, ROUTES_KEPT)) is not None:
+        problems.append(f"{path}: ogcapi_routes.keep: {problem}")
+    for key, most in (("max_routes", 10_000_000), ("max_async", 10_000)):
+        value = getattr(ogc, key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            problems.append(f"{path}: ogcapi_routes.{key}: expected an integer from 1 to {most}, got {value!r}")
     cors_options = None
     try:
         cors_options = load_cors(cors)
@@ -442,6 +457,7 @@ def parse_service(
         access=access,
         probes=config.probes,
         access_log=access_log,
+        ogcapi_routes=ogc,
     )
 
 
@@ -456,6 +472,7 @@ class _ServiceFile:
     access: Access | None = None
     probes: Probes = attrs.field(factory=Probes)
     access_log: AccessLogConfig = attrs.field(factory=AccessLogConfig)
+    ogcapi_routes: OgcApiRoutesConfig = attrs.field(factory=OgcApiRoutesConfig)
 
 
 #: ``[probes] stop_delay``: beyond a few minutes a stop would outlast any orchestrator's patience.
@@ -483,7 +500,7 @@ QUOTA_WINDOW = 31_622_400.0
 
 
 def _check_http(path: Path, http: Http, problems: list[str]) -> None:
-    for key in ("head_timeout", "body_timeout", "keep_alive_timeout"):
+    for key in ("head_timeout", "body_timeout", "keep_alive_timeout", "send_timeout"):
         if (problem := seconds_problem(getattr(http, key), CONNECTION_TIMEOUT)) is not None:
             problems.append(f"{path}: http.{key}: {problem}")
     for key, (low, high), unit in (
@@ -681,6 +698,8 @@ def parse_resource(data: dict[str, Any], path: Path) -> ResourceConfig:
     if not isinstance(operations, dict) or not all(isinstance(v, dict) for v in operations.values()):
         problems.append(f"{path}: operations: expected a table of operations, each a table of parameters")
         operations = {}
+    elif not operations:  # such a resource would refuse every request
+        problems.append(f"{path}: operations: expected at least one operation (route, isochrone, nearest or matrix), got none")
     for op_id, params in operations.items():
         for pid, settings in params.items():
             if not isinstance(settings, dict):

@@ -229,6 +229,8 @@ class Http:
     body_timeout: float = 30.0
     #: Seconds a kept-alive connection may wait for its next request.
     keep_alive_timeout: float = 5.0
+    #: Seconds a response's bytes may wait for a client that takes none of them (it stopped reading); then the connection is cut.
+    send_timeout: float = 30.0
     #: Longest URL (path and query string) of a request, in bytes; beyond: 414.
     max_url_bytes: int = 16384
     #: Most bytes of a request's header lines; beyond: 431.
@@ -305,6 +307,22 @@ class AccessLogConfig:
 
 
 @attrs.frozen
+class OgcApiRoutesConfig:
+    """The OGC API – Routes of a service (``[ogcapi_routes]``): where its stored routes live and for how long."""
+
+    #: The SQLite file of the stored routes (relative: to the service file's folder), shared by the workers.
+    store: Path = Path("ogcapi-routes.sqlite")
+    #: Seconds a stored route is kept after it was computed.
+    keep: float = 86400.0
+    #: The most routes stored: past it, the oldest go.
+    max_routes: int = 10_000
+    #: The most asynchronous routes computing at once in a worker: past it, 503.
+    max_async: int = 32
+    #: Whether a ``subscriber`` callback may name a loopback, link-local or private address.
+    private_callbacks: bool = False
+
+
+@attrs.frozen
 class ServiceConfig:
     """A service file."""
 
@@ -320,6 +338,7 @@ class ServiceConfig:
     access: Access | None = None
     probes: Probes = Probes()
     access_log: AccessLogConfig = AccessLogConfig()
+    ogcapi_routes: OgcApiRoutesConfig = OgcApiRoutesConfig()
 
 
 @attrs.frozen

@@ -15,8 +15,12 @@ HIDDEN = "***"
 
 #: ``scheme://user:password@`` (the user part may be empty); group 2 is the password.
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:)([^/@\s]*)(@)")
-#: ``password=value`` of a keyword DSN, its value bare or single-quoted; group 2 is the value.
-_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+#: ``password=value`` of a keyword DSN, its value bare or quoted; group 2 is the value.
+_KEYWORD_PASSWORD = re.compile(r"""(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&]*)""", re.IGNORECASE)
+#: ``"password": "value"`` of a JSON document or a Python dict quoted in a message; group 3 is the value.
+_QUOTED_PASSWORD = re.compile(r"""(["'](?:password|passwd|pgpassword)["']\s*:\s*)(["'])((?:[^"'\\]|\\.|(?!\2)["'])*)\2""", re.IGNORECASE)
+#: The values of ``password=`` that hold no password.
+_EMPTY = ("", "''", '""')
 #: Keys whose value is a password (compared in lower case, without ``_`` and ``-``).
 _PASSWORD_KEYS = frozenset({"password", "passwd", "pgpassword"})
 
@@ -29,13 +33,14 @@ def text_has_password(text: str) -> bool:
     """Whether ``text`` is (or holds) a URL with a password or a keyword DSN with ``password=``."""
     url = _URL_PASSWORD.search(text)
     keyword = _KEYWORD_PASSWORD.search(text)
-    return bool((url and url.group(2)) or (keyword and keyword.group(2) not in ("", "''")))
+    return bool((url and url.group(2)) or (keyword and keyword.group(2) not in _EMPTY))
 
 
 def redact_text(text: str) -> str:
-    """``text`` with the passwords of its URLs and DSNs replaced by ``***``."""
+    """``text`` with the passwords of its URLs, DSNs and quoted ``"password": ...`` pairs replaced by ``***``."""
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{HIDDEN}{m.group(3)}" if m.group(2) else m.group(0), text)
-    return _KEYWORD_PASSWORD.sub(lambda m: f"{m.group(1)}{HIDDEN}" if m.group(2) not in ("", "''") else m.group(0), text)
+    text = _KEYWORD_PASSWORD.sub(lambda m: f"{m.group(1)}{HIDDEN}" if m.group(2) not in _EMPTY else m.group(0), text)
+    return _QUOTED_PASSWORD.sub(lambda m: f"{m.group(1)}{m.group(2)}{HIDDEN}{m.group(2)}" if m.group(3) else m.group(0), text)
 
 
 def inline_secrets(data: Any, key: str = "") -> Iterator[str]:

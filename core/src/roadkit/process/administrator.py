@@ -94,8 +94,20 @@ class Administrator:
     # The admin API's backend (roadkit.apis.admin.backend.AdminBackend).
 
     def configuration(self) -> dict[str, Any]:
-        """The server file, as a document."""
-        return read_document(self.config.path)
+        """The server file, as a document with Road2's structure: ``{"administration": {...}}``."""
+        document = read_document(self.config.path)
+        if "administration" in document:  # Road2's administration file, as it is
+            return document
+        # A TOML server file: Road2's keys (api, services, network.server), roadkit's other settings beside them.
+        settings = dict(document.get("administrator") or {})
+        administration: dict[str, Any] = {"api": {"name": "admin", "version": "1.0.0"}, "services": document.get("services", [])}
+        if "listener" in settings:
+            administration["network"] = {"server": settings.pop("listener")}
+        administration.update({key: value for key, value in settings.items() if key not in administration})
+        return {
+            "administration": administration,
+            **{key: value for key, value in document.items() if key not in ("administrator", "services")},
+        }
 
     def services(self) -> list[dict[str, Any]]:
         """Every managed service, described."""

@@ -280,7 +280,8 @@ class WorkerProcess:
 def completed(entry: dict[str, Any], managed: ManagedService, error: str) -> dict[str, Any]:
     """A service's description for the admin API with its last error and its service file's content.
 
-    A service file that cannot be read is described by its problems (``configurationError``).
+    Road2's shape first: the service file's keys (``application`` ...) and ``id``; roadkit's own fields beside
+    them. A service file that cannot be read is described by its problems (``configurationError``).
     """
     if error:
         entry["reason"] = error
@@ -288,7 +289,9 @@ def completed(entry: dict[str, Any], managed: ManagedService, error: str) -> dic
         entry["configuration"] = read_document(managed.configuration)
     except ConfigurationError as exc:
         entry["configurationError"] = exc.problems
-    return entry
+        return entry
+    described = {key: value for key, value in entry["configuration"].items() if key not in entry}
+    return described | entry
 
 
 class ChildProcessService:

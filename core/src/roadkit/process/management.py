@@ -132,6 +132,19 @@ def _named_paths(configuration: dict[str, Any], service_file: Path) -> list[tupl
     access_log = configuration.get("access_log")
     if isinstance(access_log, dict):
         named.append(("access_log.file", access_log.get("file")))  # the workers append to it: inside the allowed folders too
+    for table, key in (("access", "keys_file"), ("ogcapi_routes", "store")):  # read, and written by the workers
+        settings = configuration.get(table)
+        if isinstance(settings, dict):
+            named.append((f"{table}.{key}", settings.get(key)))
+    application = configuration.get("application")  # Road2's shape: its CORS and log4js files
+    if isinstance(application, dict):
+        network = application.get("network")
+        cors = network.get("cors") if isinstance(network, dict) else None
+        if isinstance(cors, dict):
+            named.append(("application.network.cors.configuration", cors.get("configuration")))
+        logs = application.get("logs")
+        if isinstance(logs, dict):
+            named.append(("application.logs.configuration", logs.get("configuration")))
     return [(key, resolve(service_file, value)) for key, value in named if isinstance(value, str) and value and "\x00" not in value]
 
 
@@ -257,10 +270,12 @@ class Management:
         problems.extend(entry_problems)
         if isinstance(configuration, dict):
             # What the administrator does not allow a write to name is a 400 whatever else is wrong.
-            problems.extend(path_problems(_named_paths(configuration, service_file), self.policy, str(service_file)))
+            outside = path_problems(_named_paths(configuration, service_file), self.policy, str(service_file))
+            problems.extend(outside)
             problems.extend(secret_problems(configuration, str(service_file)))
             try:
-                service = parse_service(configuration, service_file, cors=self.config.administrator.cors, missing_folders=folders)
+                if not outside:  # loading reads the files named (a CORS file): never one outside the allowed folders
+                    service = parse_service(configuration, service_file, cors=self.config.administrator.cors, missing_folders=folders)
             except ConfigurationError as exc:
                 problems.extend(p for p in exc.problems if not _missing_on_server(p, service_file))
                 conflicts.extend(p for p in exc.problems if _missing_on_server(p, service_file))

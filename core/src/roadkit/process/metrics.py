@@ -136,7 +136,13 @@ async def scrape(handles: Iterable[Scraped]) -> bytes:
                 known = merged[family.name] = Metric(family.name, family.documentation, family.type, family.unit)
             known.samples.extend(family.samples)
 
-    add(REGISTRY.collect())
+    # This process's own values: its same-process services' requests and every service's restarts. A
+    # child-process service's requests are in its folder; an app embedded in this process is not managed.
+    same_process = {handle.id for handle in handles if handle.metrics_folder is None}
+    for family in REGISTRY.collect():
+        keep = family.name == "roadkit_worker_restarts"
+        family.samples = [sample for sample in family.samples if keep or sample.labels.get("service") in same_process]
+        add([family])
     for handle in handles:
         folder = handle.metrics_folder
         if folder is not None:

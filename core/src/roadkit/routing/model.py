@@ -73,6 +73,8 @@ class RouteRequest:
     #: no coordinates: a source may answer the encoded line in ``RouteResponse.extras["polyline"]``
     #: (the engine's own encoding) and leave ``geometry`` empty.
     polyline: bool = False
+    #: Areas the route must not cross: each a polygon's outer ring, in the source's CRS (sources with ``avoids_areas``).
+    avoid: tuple[tuple[Coord, ...], ...] = ()
 
     @property
     def start(self) -> Coord:

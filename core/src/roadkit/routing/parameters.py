@@ -313,7 +313,8 @@ def split_multi(parameter: Parameter, raw: Any) -> list[Any]:
             raise parameter.invalid("expected at least one value, got an empty array")
         items = raw
     elif isinstance(raw, str):
-        items = _split_pipes(raw) if spec.type == "constraint" else raw.split("|")
+        # Road2 accepts spaces around each "|" (waysAttributes=name | name).
+        items = [item.strip(" ") for item in (_split_pipes(raw) if spec.type == "constraint" else raw.split("|"))]
     elif _is_number(raw) and spec.type in ("float", "integer"):
         items = [raw]
     else:

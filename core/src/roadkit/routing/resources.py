@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from roadkit.config.models import ResourceConfig
-from roadkit.errors import OperationNotPermitted, ParameterInvalid
+from roadkit.errors import OperationNotPermitted, ParametersNotCompatible
 from roadkit.routing.constraints import bans_capability, check_constraint_types, learn_bans
 from roadkit.routing.geometry import GEOMETRY_FORMATS
 from roadkit.routing.operations import MATRIX_MOST_CELLS, MATRIX_MOST_SOURCES, MATRIX_MOST_TARGETS, OPERATIONS
@@ -61,14 +61,18 @@ class Resource:
         """The source computing routes for this profile and optimization."""
         source = self.route_index.get((profile, optimization))
         if source is None:
-            raise ParameterInvalid("profile", f"profile '{profile}' and optimization '{optimization}' are not compatible on this resource")
+            raise ParametersNotCompatible(
+                "profile", "optimization", f"profile '{profile}' with optimization '{optimization}' is not offered by this resource"
+            )
         return source
 
     def source_for_isochrone(self, profile: str, cost_type: str) -> Source:
         """The source computing isochrones for this profile and cost type."""
         source = self.isochrone_index.get((profile, cost_type))
         if source is None:
-            raise ParameterInvalid("profile", f"profile '{profile}' and costType '{cost_type}' are not compatible on this resource")
+            raise ParametersNotCompatible(
+                "profile", "costType", f"profile '{profile}' with costType '{cost_type}' is not offered by this resource"
+            )
         return source
 
     def source_for_nearest(self) -> Source:
@@ -214,6 +218,16 @@ def _capability(parameter: Parameter, op: str) -> dict[str, Any]:
     return entry
 
 
+def _parameters_of(op: ResourceOperation, resource_id: str) -> list[dict[str, Any]]:
+    entries = [{"id": "resource", "values": [resource_id]}]
+    for parameter in op.parameters.values():
+        entry = _capability(parameter, op.id)
+        if op.id == "isochrone" and entry["id"] == "crs":
+            entries.append({**entry, "id": "projection"})  # Road2's name for the isochrone's crs, crs beside it
+        entries.append(entry)
+    return entries
+
+
 def capabilities_of(resource: Resource) -> dict[str, Any]:
     """The resource's entry in the capabilities."""
     return {
@@ -223,8 +237,7 @@ def capabilities_of(resource: Resource) -> dict[str, Any]:
             {
                 "id": op.id,
                 **({"limits": dict(op.limits)} if op.limits else {}),
-                "availableParameters": [{"id": "resource", "values": [resource.id]}]
-                + [_capability(p, op.id) for p in op.parameters.values()],
+                "availableParameters": _parameters_of(op, resource.id),
             }
             for op in resource.operations.values()
         ],

@@ -11,7 +11,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -38,6 +38,23 @@ from roadkit.routing.model import (
 from roadkit.routing.versions import VersionedKind, apply_version
 
 log = logging.getLogger(__name__)
+
+
+def _option_paths(value: Any, key: str) -> Iterator[tuple[str, Path]]:
+    """Every ``Path`` in parsed options (attrs classes, mappings, sequences), with its dotted key."""
+    if isinstance(value, Path):
+        yield key, value
+    elif attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            yield from _option_paths(getattr(value, field.name), f"{key}.{field.name}" if key else field.name)
+    elif isinstance(value, Mapping):
+        for name, inner in value.items():
+            yield from _option_paths(inner, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            yield from _option_paths(inner, f"{key}[{i}]")
+
+
 T = TypeVar("T")
 
 
@@ -139,6 +156,8 @@ class Source:
     #: The years of a ``date_time`` the engine reads: a date outside is a 400 naming ``date_time``
     #: (the simple API's document gives the same range).
     date_time_years: ClassVar[tuple[int, int]] = (1000, 9999)
+    #: Whether the engine computes routes that avoid areas (``RouteRequest.avoid``).
+    avoids_areas: ClassVar[bool] = False
     #: The only projections the engine works in (a source file naming another is a configuration error,
     #: as the admin API's document states); None: any projection the service knows.
     projections: ClassVar[tuple[str, ...] | None] = None
@@ -239,6 +258,21 @@ class Source:
     def data_paths(cls, config: SourceConfig, options: Any) -> Sequence[Path]:
         """The files the source needs at connection (checked by ``roadkit check``)."""
         return ()
+
+    @classmethod
+    def named_paths(cls, config: SourceConfig, options: Any) -> Sequence[tuple[str, Path]]:
+        """Every file or folder the source reads or builds, each with the key of its file that names it.
+
+        A source written through the admin API may name only paths inside the folders the administrator
+        allows. The default: every ``Path`` of the parsed options, then the ``data_paths`` not among them
+        (named after the option they extend, such as ``storage.file`` for an OSRM dataset's files).
+        """
+        named = list(_option_paths(options, ""))
+        fallback = next((key for key, kind in cls.versioned_keys.items() if kind == "path"), "storage")
+        for path in cls.data_paths(config, options):
+            if all(path != known for _, known in named):
+                named.append((next((key for key, known in named if str(path).startswith(str(known))), fallback), path))
+        return named
 
     def remote_hosts(self) -> Sequence[tuple[str, str]]:
         """The hosts the source connects to (databases, engine servers), each with the key of its file that names it.

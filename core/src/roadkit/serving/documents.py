@@ -186,7 +186,14 @@ class ServiceFiles:
             conflicts.append(f"{path}: projection: unknown projection {config.projection!r} (known: {', '.join(projections.ids())})")
         if cls is not None:
             try:
-                problems.extend(host_problems(cls.from_config(config).remote_hosts(), self.policy, str(path)))
+                source = cls.from_config(config)  # its version applied: the paths of the data it will read
+                outside: dict[str, str] = {}  # one problem per key (an OSRM dataset is several files)
+                for key, named in cls.named_paths(source.config, source.options):
+                    if key not in outside and (wrong := self.policy.path_problem(named)) is not None:
+                        outside[key] = f"{path}: {key}: {wrong}"
+                problems.extend(outside.values())
+                if not outside:  # a database file is read for its hosts only once it is known to be allowed
+                    problems.extend(host_problems(source.remote_hosts(), self.policy, str(path)))
             except ConfigurationError as exc:
                 problems.extend(exc.problems)
         serves = {config.type} | ({cls.resource_type} if cls is not None and cls.resource_type else set())

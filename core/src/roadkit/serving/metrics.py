@@ -10,9 +10,7 @@ operation paths, resource and source ids) or is one fixed word, so no request ca
 from __future__ import annotations
 
 import re
-import struct
 import time
-from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 from urllib.parse import unquote_plus
@@ -60,10 +58,7 @@ IN_FLIGHT = Gauge(
 )
 
 
-_TWO_DOUBLES = struct.Struct("dd")
 _RESOURCE = re.compile(rb"(?:^|&)resource=([^&]*)")
-#: The adder of each series in this process's multiprocess files, by (file, position).
-_ADDERS: dict[tuple[int, int], Callable[[float], None]] = {}
 
 
 class Measured(Protocol):
@@ -73,56 +68,6 @@ class Measured(Protocol):
     def id(self) -> str: ...
     @property
     def resources(self) -> Mapping[str, object]: ...
-
-
-def adder(value: Any) -> Callable[[float], None]:
-    """What adds to one value of a series (a counter's, a gauge's, a histogram's bucket or sum), cheaply.
-
-    A worker's value lives in prometheus-client's multiprocess file: the sum is kept here and written
-    straight to its place in the file, without the library's per-call lock and checks (about a
-    microsecond each, several per request). An ordinary value (the administrator's process) is added
-    to in place, without its lock.
-    """
-    file = getattr(value, "_file", None)
-    positions = getattr(file, "_positions", None)
-    if file is None or positions is None:
-        if hasattr(value, "_lock") and isinstance(getattr(value, "_value", None), float):
-
-            def add_here(amount: float) -> None:
-                value._value += amount  # only the event loop's thread adds to and reads these values: no lock
-
-            return add_here
-        return value.inc  # type: ignore[no-any-return]
-    place = (id(file), positions[value._key])
-    shared = _ADDERS.get(place)
-    if shared is not None:  # one adder a series: two (an old and a new source answering side by side) would overwrite each other
-        return shared
-    position = place[1]
-    current = float(file.read_value(value._key)[0])
-    pack = _TWO_DOUBLES.pack_into
-
-    def add(amount: float) -> None:
-        nonlocal current
-        current += amount
-        pack(file._m, position, current, 0.0)  # the file's mapping is read each time: it is replaced when the file grows
-
-    _ADDERS[place] = add
-    return add
-
-
-def observer(child: Any) -> Callable[[float], None]:
-    """What observes a value in one series of a histogram (its bucket and its sum, through :func:`adder`)."""
-    bounds = getattr(child, "_upper_bounds", None)
-    if bounds is None or getattr(child, "_buckets", None) is None:
-        return child.observe  # type: ignore[no-any-return]
-    buckets = [adder(value) for value in child._buckets]
-    total = adder(child._sum)
-
-    def observe(amount: float) -> None:
-        buckets[bisect_left(bounds, amount)](1.0)  # the first bucket whose bound is >= amount, as Histogram.observe
-        total(amount)
-
-    return observe
 
 
 def time_engine(source: Any, service_id: str) -> None:
@@ -143,7 +88,7 @@ def _timed(method: Callable[..., Awaitable[Any]], service_id: str, source_id: st
             return await method(*args, **kwargs)
         finally:
             if observe is None:
-                observe = observer(ENGINE.labels(service_id, source_id, operation))
+                observe = ENGINE.labels(service_id, source_id, operation).observe
             observe(time.perf_counter() - start)
 
     return timed
@@ -171,7 +116,7 @@ class RequestMetrics:
     def __init__(self, service: Measured, routes: Iterable[BaseRoute], apis: dict[str, str]) -> None:
         self.service = service
         #: Adds to the requests in flight (1 when one arrives, -1 when it is answered).
-        self.in_flight = adder(IN_FLIGHT.labels(service.id)._value)
+        self.in_flight = IN_FLIGHT.labels(service.id).inc
         #: Exact path -> (api, operation, whether the operation takes a resource).
         self.exact: dict[str, tuple[str, str, bool]] = {}
         #: API prefix -> (api, the operations its ScopeRoute knows, or None when it has none).
@@ -226,8 +171,8 @@ class RequestMetrics:
         if series is None:
             sid = self.service.id
             series = self._series[key] = (
-                adder(REQUESTS.labels(sid, api, operation, resource, str(status))._value),
-                observer(DURATION.labels(sid, api, operation, resource)),
+                REQUESTS.labels(sid, api, operation, resource, str(status)).inc,
+                DURATION.labels(sid, api, operation, resource).observe,
             )
         series[0](1.0)
         series[1](seconds)

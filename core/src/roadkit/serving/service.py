@@ -247,7 +247,7 @@ class Service:
             return self.resources[rid]
         except KeyError:
             shown = rid if len(rid) <= 80 else f"{rid[:80]}..."  # a client's text, not repeated at any length
-            raise ParameterInvalid("resource", f"'{shown}' does not exist on this service") from None
+            raise ParameterInvalid("resource", f"it does not exist on this service (got '{shown}')") from None  # Road2's wording
 
     def extend_capabilities(self, capabilities: dict[str, Any]) -> None:
         """Let every plugin add to a GetCapabilities document of this service (the ``roadkit_capabilities`` hook)."""

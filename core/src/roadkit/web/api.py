@@ -179,6 +179,8 @@ async def read_json_body(request: Request, limit: int) -> Any:
         body += chunk
         if len(body) > limit:
             raise BadRequest(f"Request body too large: at most {limit} bytes", code="body_too_large", status=413)
+    # Kept for an API that answers the request as posted (the OGC API – Routes' route definition).
+    request.scope["roadkit.body"] = bytes(body)
     try:
         return read_json(bytes(body))
     except JsonInputError as exc:

@@ -117,7 +117,7 @@ class OsrmHttpSource(mapping.OsrmKind, RemoteSource, NativeSource):
             data = orjson.loads(answer.body)
             code = data["code"]
         except (orjson.JSONDecodeError, KeyError, TypeError):
-            log.warning("source %s: %s answered HTTP %d without OSRM JSON: %.200r", self.id, answer.server, answer.status, answer.body)
+            log.debug("source %s: %s answered HTTP %d without OSRM JSON: %.200r", self.id, answer.server, answer.status, answer.body)
             raise EngineError(f"OSRM server of source {self.id} answered HTTP {answer.status} without an OSRM answer") from None
         if answer.status != 200 or code != "Ok":
             raise engine_error(str(code), str(data.get("message", "")))

@@ -143,6 +143,13 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
         return dataset_files(options.storage.file, options.storage.algorithm)
 
     @classmethod
+    def named_paths(cls, config: SourceConfig, options: OsrmOptions) -> Sequence[tuple[str, Path]]:
+        named = list(super().named_paths(config, options))
+        if options.preparation is not None and options.preparation.profile.endswith(".lua"):
+            named.append(("preparation.profile", Path(options.preparation.profile)))  # a Lua script osrm-extract runs
+        return named
+
+    @classmethod
     def prepare(cls, config: SourceConfig, options: OsrmOptions, *, force: bool, progress: Progress) -> bool:
         from roadkit_osrm.prepare import build_dataset, dataset_ready
 

@@ -81,7 +81,7 @@ def engine_error(text: str, operation: str) -> RoadkitError:
     if "exceed" in lowered or "limit" in lowered:
         name = {"isochrone": "costValue", "route": "end", "nearest": "coordinates", "matrix": "sources"}[operation]
         return ParameterInvalid(name, f"beyond what the engine accepts ({text})")
-    log.warning("Valhalla %s failed: %s", operation, text)
+    log.debug("Valhalla %s failed: %s", operation, text)
     return EngineError(f"Valhalla could not answer: {text}")
 
 
@@ -104,6 +104,7 @@ class ValhallaBase(Source, NativeSource):
     max_locations: int | None = None
     #: Valhalla refuses a date_time of 1900 or before ("Date and time is invalid").
     date_time_years = (1901, 9999)
+    avoids_areas = True
     projections = ("EPSG:4326",)
 
     def __init__(self, config: SourceConfig, options: Any, *, timeout: float = 10.0) -> None:
@@ -201,7 +202,7 @@ class ValhallaBase(Source, NativeSource):
         count = len(request.sources)
         same = request.targets == request.sources
         points = request.sources if same else request.sources + request.targets
-        locate = {**translate.locate_points_body(points, cost.costing), "costing_options": body["costing_options"]}
+        locate = {**translate.locate_points_body(points, cost.costing, request.constraints), "costing_options": body["costing_options"]}
         located, cells = await asyncio.gather(
             self.ask("locate", locate, lambda answer: translate.snapped_points(answer, points)),
             self.ask("sources_to_targets", body, lambda answer: translate.matrix_cells(answer, count, len(request.targets))),

@@ -72,7 +72,7 @@ TIMEDEP_DISTANCE_MATRIX = 500_000
 
 
 def raise_matrix_limits(config: dict[str, Any]) -> bool:
-    """Raise a valhalla.json's matrix limits to roadkit's, in place; whether anything changed.
+    """Raise a valhalla.json's matrix limits to roadkit's and allow hard exclusions, in place; whether anything changed.
 
     Only limits below roadkit's change, and not a costing without matrices (0: multimodal).
     """
@@ -88,6 +88,9 @@ def raise_matrix_limits(config: dict[str, Any]) -> bool:
     timedep = limits.get("max_timedep_distance_matrix", 0)
     if not isinstance(timedep, int | float) or timedep < TIMEDEP_DISTANCE_MATRIX:
         limits["max_timedep_distance_matrix"] = TIMEDEP_DISTANCE_MATRIX
+        changed = True
+    if limits.get("allow_hard_exclusions") is not True:  # a banned way type is a hard ban (valhalla_service too)
+        limits["allow_hard_exclusions"] = True
         changed = True
     return changed
 

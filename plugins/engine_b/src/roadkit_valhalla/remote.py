@@ -51,7 +51,7 @@ class ValhallaHttpSource(RemoteSource, ValhallaBase):
         try:
             return answer.status, orjson.loads(answer.body)
         except orjson.JSONDecodeError:
-            log.warning("source %s: %s answered HTTP %d without JSON: %.200r", self.id, answer.server, answer.status, answer.body)
+            log.debug("source %s: %s answered HTTP %d without JSON: %.200r", self.id, answer.server, answer.status, answer.body)
             return answer.status, None
 
     async def ask(

@@ -105,7 +105,11 @@ class ValhallaSource(ValhallaBase):
         tar = Path(mjolnir["tile_extract"]) if mjolnir.get("tile_extract") else None
         if not has_tiles(Path(mjolnir.get("tile_dir") or "."), tar):
             raise EngineError(f"the Valhalla configuration {path} points to no tiles (run 'roadkit prepare')")
-        return [valhalla.Actor(str(path)) for _ in range(self.threads())]
+        # A banned way type is a hard ban: Valhalla applies its exclude_* options only when this is set.
+        limits = settings.setdefault("service_limits", {})
+        if isinstance(limits, dict):
+            limits["allow_hard_exclusions"] = True
+        return [valhalla.Actor(settings) for _ in range(self.threads())]
 
     async def connect(self) -> None:
         try:

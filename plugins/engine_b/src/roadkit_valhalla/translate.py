@@ -51,8 +51,37 @@ from roadkit_valhalla.preferences import PREFERENCES_OF_COSTING, preference_opti
 EARTH_RADIUS_M = 6371008.8
 
 
-def _location(point: Coord) -> dict[str, float]:
-    return {"lon": point[0], "lat": point[1]}
+def _location(point: Coord, search_filter: dict[str, Any] | None = None) -> dict[str, Any]:
+    location: dict[str, Any] = {"lon": point[0], "lat": point[1]}
+    if search_filter:
+        location["search_filter"] = search_filter
+    return location
+
+
+#: The search filter of Valhalla's locations that keeps a point off the ways an exclusion bans.
+SEARCH_FILTER_OF_EXCLUSION = {
+    "exclude_highways": ("max_road_class", "trunk"),
+    "exclude_tunnels": ("exclude_tunnel", True),
+    "exclude_bridges": ("exclude_bridge", True),
+    "exclude_tolls": ("exclude_toll", True),
+    "exclude_ferries": ("exclude_ferry", True),
+}
+
+
+def search_filter(constraints: Sequence[Constraint]) -> dict[str, Any]:
+    """What keeps the points off the banned ways: Valhalla lets a route start or end on an excluded way.
+
+    With the exclusions (hard: the source allows them, see ``allow_hard_exclusions``), a ban holds
+    on the whole route, as OSRM's ``exclude`` does; a point is moved to the nearest allowed way.
+    """
+    found: dict[str, Any] = {}
+    for constraint in constraints:
+        if constraint.type == "banned" and constraint.field:
+            name, value = _field_setting(constraint.field)
+            if value is True and name in SEARCH_FILTER_OF_EXCLUSION:
+                key, setting = SEARCH_FILTER_OF_EXCLUSION[name]
+                found[key] = setting
+    return found
 
 
 def _field_setting(field: str) -> tuple[str, Any]:
@@ -105,7 +134,7 @@ def _date_time(body: dict[str, Any], request: RouteRequest | IsochroneRequest | 
 def route_body(request: RouteRequest, cost: ValhallaCost) -> dict[str, Any]:
     """The body of a Valhalla ``route`` call: OSRM-format answer without narrative, polyline6 shapes."""
     body: dict[str, Any] = {
-        "locations": [_location(p) for p in request.points],
+        "locations": [_location(p, search_filter(request.constraints)) for p in request.points],
         "costing": cost.costing,
         "costing_options": costing_options(cost, request.constraints),
         "directions_options": {"format": "osrm"},
@@ -114,6 +143,8 @@ def route_body(request: RouteRequest, cost: ValhallaCost) -> dict[str, Any]:
         "shape_format": "polyline6",
     }
     _date_time(body, request)
+    if request.avoid:
+        body["exclude_polygons"] = [[list(point) for point in ring] for ring in request.avoid]
     return body
 
 
@@ -264,7 +295,7 @@ def isochrone_body(request: IsochroneRequest, cost: ValhallaCost) -> dict[str, A
     else:
         contours = [{"time": v / 60.0} for v in request.cost_values]
     body: dict[str, Any] = {
-        "locations": [_location(request.point)],
+        "locations": [_location(request.point, search_filter(request.constraints))],
         "costing": cost.costing,
         "costing_options": costing_options(cost, request.constraints),
         "contours": contours,
@@ -413,8 +444,8 @@ def nearest_response(answer: Any, point: Coord, number: int) -> NearestResponse:
 def matrix_body(request: MatrixRequest, cost: ValhallaCost) -> dict[str, Any]:
     """The body of a Valhalla ``sources_to_targets`` call, in its concise form (two arrays, no cell objects)."""
     body: dict[str, Any] = {
-        "sources": [_location(p) for p in request.sources],
-        "targets": [_location(p) for p in request.targets],
+        "sources": [_location(p, search_filter(request.constraints)) for p in request.sources],
+        "targets": [_location(p, search_filter(request.constraints)) for p in request.targets],
         "costing": cost.costing,
         "costing_options": costing_options(cost, request.constraints),
         # The verbose answer is 25 times larger (an object per cell) and holds nothing more roadkit returns.
@@ -450,9 +481,9 @@ def matrix_cells(answer: Any, sources: int, targets: int) -> tuple[list[list[flo
     return written[0], written[1]
 
 
-def locate_points_body(points: Sequence[Coord], costing: str) -> dict[str, Any]:
+def locate_points_body(points: Sequence[Coord], costing: str, constraints: Sequence[Constraint] = ()) -> dict[str, Any]:
     """The body of a Valhalla ``locate`` call for ``points``, each searched as a matrix or route searches it."""
-    return {"locations": [_location(p) for p in points], "costing": costing, "verbose": False}
+    return {"locations": [_location(p, search_filter(constraints)) for p in points], "costing": costing, "verbose": False}
 
 
 def snapped_points(answer: Any, points: Sequence[Coord]) -> list[NearestPoint | None]:

@@ -105,16 +105,17 @@ def _found_sql(binder: Binder, count: int, radius: float) -> str:
   FROM snap"""
 
 
-def _snapped(source: PgRoutingSource, points: Sequence[Coord], row: Any) -> list[tuple[int, float, Coord]]:
-    """(edge, fraction, snapped point) of every point; no road near enough to one of them is no path."""
+def _snapped(source: PgRoutingSource, points: Sequence[Coord], row: Any, isochrone: bool = False) -> list[tuple[int, float, Coord]]:
+    """(edge, fraction, snapped point) of every point; no road near enough to one of them is no path (no isochrone)."""
     radius = source.options.search.snap_radius
     ids, meters = row["ids"] or [], row["meters"] or []
+    missing, nothing = (NoIsochroneFound, "No isochrone found") if isochrone else (NoPathFound, "No path found")
     for index, distance in enumerate(meters):
         if distance > radius:
             point = points[index]
-            raise NoPathFound(f"No path found: no road within {radius:g} m of point {point[0]:g},{point[1]:g}")
+            raise missing(f"{nothing}: no road within {radius:g} m of point {point[0]:g},{point[1]:g}")
     if len(ids) != len(points):
-        raise NoPathFound("No path found: a point has no usable road nearby")
+        raise missing(f"{nothing}: a point has no usable road nearby")
     return [(e, f, (x, y)) for e, f, x, y in zip(ids, row["fractions"], row["xs"], row["ys"], strict=True)]
 
 
@@ -536,7 +537,7 @@ async def isochrone(source: PgRoutingSource, request: IsochroneRequest, cost: Pg
     key = ("isochrone", cost, repr(request.constraints), request.direction)
     sql, args = _statement(source, key, inputs, functools.partial(_isochrone_sql, source, request, cost))
     row = await source.fetchrow(sql, args)
-    snapped = _snapped(source, (request.point,), row)
+    snapped = _snapped(source, (request.point,), row, isochrone=True)
     if not row["cost_values"]:
         raise NoIsochroneFound()
     reached = list(zip(row["cost_values"], row["points"], strict=True))

@@ -254,7 +254,7 @@ class PgRoutingSource(Source):
             raise self._lost(exc) from None
         except asyncpg.PostgresError as exc:
             # The database's own text names tables, columns and values: the log has it, the client a generic message.
-            log.warning("source %s: query failed: %s", self.id, exc)
+            log.debug("source %s: query failed: %s", self.id, exc)
             raise EngineError(f"pgRouting could not answer this request on source {self.id}") from None
 
     async def _bounded[T](self, coroutine: Any) -> T:

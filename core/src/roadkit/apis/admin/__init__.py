@@ -13,6 +13,7 @@ from starlette.routing import Mount, Route
 from roadkit import __version__
 from roadkit.apis.admin.backend import AdminBackend
 from roadkit.apis.admin.publication import publication_routes
+from roadkit.apis.admin.redaction import RedactErrors
 from roadkit.apis.admin.services import management_routes
 from roadkit.auth.admin import AdminAuthMiddleware
 from roadkit.config.secrets import redact
@@ -64,8 +65,13 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
         return JSONResponse(admin.plugins.describe())
 
     async def health(request: Request) -> Response:
+        # Road2's answer: the global state alone, every service and source with verbose=true.
+        verbose = request.query_params.get("verbose", "false")
+        if verbose not in ("true", "false"):
+            raise ParameterInvalid("verbose", "value should be 'true' or 'false'")
         body = await admin.health()
-        return JSONResponse(redact(body), status_code=200 if body["state"] == "green" else 503)
+        status = 200 if body["state"] == "green" else 503
+        return JSONResponse(redact(body) if verbose == "true" else {"state": body["state"]}, status_code=status)
 
     async def metrics(request: Request) -> Response:
         return Response(await admin.metrics(), headers={"content-type": METRICS_TYPE, "cache-control": "no-store"})
@@ -123,4 +129,5 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
     app.state.trusted_proxies = admin.authenticator.sites.proxies  # whose X-Forwarded-* base_url believes
     app.add_middleware(AdminAuthMiddleware, authenticator=admin.authenticator, open_paths=(f"{PREFIX}/openapi", f"{PREFIX}/openapi.json"))
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(RedactErrors)  # outermost: every error answer, the middlewares' own included
     return app

@@ -38,6 +38,13 @@ _PROJECTION = {
     "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"},
     "description": "A projection id, e.g. EPSG:2154.",
 }
+_VERBOSE = {
+    "name": "verbose",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "enum": ["true", "false"], "default": "false"},
+    "description": "true: the administrator, every service and every source beside the global state.",
+}
 _BLANK = {"description": "A blank id (the message names the parameter)", **_ERROR}
 
 
@@ -60,11 +67,14 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
             "/version": _get("version", "The roadkit version.", {"200": _ok("Version", {"$ref": "#/components/schemas/Version"})}),
             "/health": _get(
                 "health",
-                "Health of the administrator, of every service and every source. 503 unless the global state is green.",
+                "The global state (Road2's answer); with verbose=true also the administrator, every service and every source. "
+                "503 unless the global state is green.",
                 {
                     "200": _ok("Everything is green", {"$ref": "#/components/schemas/Health"}),
+                    "400": {"description": "verbose is neither true nor false", **_ERROR},
                     "503": _ok("Not green (starting, failed or a source red)", {"$ref": "#/components/schemas/Health"}),
                 },
+                [_VERBOSE],
             ),
             "/metrics": _get(
                 "metrics",
@@ -81,7 +91,12 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                 "The installed plugins in load order: distribution, version, source kinds, APIs, commands and hooks.",
                 {"200": _ok("Plugins", {"type": "array", "items": {"$ref": "#/components/schemas/Plugin"}})},
             ),
-            "/configuration": _get("configuration", "The server file as loaded.", {"200": _ok("Configuration", {"type": "object"})}),
+            "/configuration": _get(
+                "configuration",
+                "The server file as loaded, under administration as Road2 has it: api, services and network.server "
+                "(a TOML file's administrator.listener), roadkit's other administrator settings beside them.",
+                {"200": _ok("Configuration", {"$ref": "#/components/schemas/Configuration"})},
+            ),
             "/services": _get("services", "Every managed service.", {"200": _ok("Services", {"type": "array", "items": service_ref})}),
             "/services/{service}": _get(
                 "service",
@@ -136,7 +151,8 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                 "State": {"type": "string", "enum": [str(state) for state in HealthState]},
                 "Health": {
                     "type": "object",
-                    "required": ["state", "services"],
+                    "required": ["state"],
+                    "description": "state alone by default; administrator and services with verbose=true.",
                     "properties": {
                         "state": {"$ref": "#/components/schemas/State"},
                         "administrator": {"type": "object", "properties": {"state": {"$ref": "#/components/schemas/State"}}},
@@ -188,10 +204,29 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                         },
                     },
                 },
+                "Configuration": {
+                    "type": "object",
+                    "required": ["administration"],
+                    "properties": {
+                        "administration": {
+                            "type": "object",
+                            "properties": {
+                                "api": {"type": "object", "properties": {"name": {"type": "string"}, "version": {"type": "string"}}},
+                                "services": {"type": "array", "items": {"type": "object"}},
+                                "network": {"type": "object", "properties": {"server": {"type": "object"}}},
+                            },
+                        }
+                    },
+                },
                 "Lifecycle": {"type": "string", "enum": [str(state) for state in Lifecycle]},
                 "Service": {
                     "type": "object",
+                    "description": (
+                        "Road2's description first: the service file's keys (application ...) and id; roadkit's fields beside them."
+                    ),
+                    "required": ["id"],
                     "properties": {
+                        "application": {"type": "object", "description": "The service file's application (Road2's key)."},
                         "id": {"type": "string"},
                         "mode": {"type": "string", "enum": ["same-process", "child-process"]},
                         "workers": {"type": "integer", "minimum": 1, "description": 'Worker processes ("auto" resolved to the cores).'},

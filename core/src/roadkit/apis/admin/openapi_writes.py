@@ -17,6 +17,7 @@ from roadkit.config.loader import (
     QUOTA_REQUESTS,
     QUOTA_WINDOW,
     RETRY_WAIT,
+    ROUTES_KEPT,
     STARTUP_TIMEOUT,
     STOP_DELAY,
 )
@@ -411,6 +412,10 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
                     "head_timeout": _seconds(CONNECTION_TIMEOUT, "Seconds a request's head may take to arrive (10 by default)."),
                     "body_timeout": _seconds(CONNECTION_TIMEOUT, "Seconds a request's body may take to arrive after its head (30)."),
                     "keep_alive_timeout": _seconds(CONNECTION_TIMEOUT, "Seconds an idle kept-alive connection stays open (5)."),
+                    "send_timeout": _seconds(
+                        CONNECTION_TIMEOUT,
+                        "Seconds a response's bytes may wait for a client that stopped reading; then the connection is cut (30).",
+                    ),
                     "max_url_bytes": {
                         "type": "integer",
                         "minimum": HEAD_BYTES[0],
@@ -443,6 +448,25 @@ def service_configuration(apis: list[tuple[str, str]]) -> dict[str, Any]:
                 {
                     "enabled": {"type": "boolean", "description": "Write a JSON line per answered request (false)."},
                     "file": {**_PATH, "description": "The file the lines are appended to (stderr when absent)."},
+                }
+            ),
+            "ogcapi_routes": _closed(
+                {
+                    "store": {**_PATH, "description": "The SQLite file of the OGC API – Routes' stored routes (ogcapi-routes.sqlite)."},
+                    "keep": _seconds(ROUTES_KEPT, "Seconds a stored route is kept (86400)."),
+                    "max_routes": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 10_000_000,
+                        "description": "The most routes stored (10000).",
+                    },
+                    "max_async": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 10_000,
+                        "description": "Asynchronous routes computing at once per worker (32); beyond: 503.",
+                    },
+                    "private_callbacks": {"type": "boolean", "description": "Call subscribers at private addresses too (false)."},
                 }
             ),
         },

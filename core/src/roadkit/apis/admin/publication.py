@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -66,7 +67,16 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
         body = await read_json_body(request, MAX_BODY_BYTES)
         return JSONResponse(redact(await admin.switch_version(sid, oid, body)))
 
-    routes = [Route("/services/{service}/sources/{source}/version", guarded(switch_version), methods=["POST"])]
+    switch = guarded(switch_version)
+
+    async def version(request: Request) -> Response:
+        # Every method reaches this route, so that a PUT is a 405 here and not a source id "x/version" below.
+        if request.method != "POST":
+            raise HTTPException(405, headers={"Allow": "POST"})
+        response: Response = await switch(request)
+        return response
+
+    routes = [Route("/services/{service}/sources/{source}/version", version)]
     for kind in ("source", "resource"):
         # ``:path``: an id holding an (encoded) "/" such as ``..%2F..%2Fx`` reaches check_id and is a
         # 400 naming the parameter, not a 404 from the catch-all.

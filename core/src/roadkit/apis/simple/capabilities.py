@@ -23,14 +23,22 @@ def _parameter(spec: ParameterSpec) -> dict[str, Any]:
         "name": spec.name,
         "in": "query",
         "description": spec.description,
-        "required": spec.required,
-        "default": spec.defaulted,
+        # Road2 types both as the strings "true" and "false".
+        "required": "true" if spec.required else "false",
+        "default": "true" if spec.defaulted else "false",
         "schema": schema,
         "example": spec.example,
     }
     if spec.multi:
         entry.update(min=spec.min, max=spec.max, explode=False, style="pipeDelimited")
     return entry
+
+
+def _keywords(keywords: tuple[str, ...]) -> dict[str, Any]:
+    """Road2's ``{"keyword": ...}``: the service file's one keyword, or its list of several; ``{}`` for none."""
+    if not keywords:
+        return {}
+    return {"keyword": keywords[0] if len(keywords) == 1 else list(keywords)}
 
 
 def build_capabilities(service: ServiceView, names: dict[str, str]) -> dict[str, Any]:
@@ -44,7 +52,7 @@ def build_capabilities(service: ServiceView, names: dict[str, str]) -> dict[str,
             "title": app.title,
             "description": app.description,
             "language": app.language,
-            "keywords": list(app.keywords),
+            "keywords": _keywords(app.keywords),
             "contact": {"email": app.contact} if app.contact else {},
         },
         "provider": {"name": provider.name, "site": provider.site, "mail": provider.mail}

@@ -33,7 +33,7 @@ from roadkit_osrm.native.table import answers, by_matrix, native_services, table
 from roadkit_osrm.native.url import UrlError, parse_post_url, parse_url, uri_decode
 
 if TYPE_CHECKING:
-    from roadkit.contract.apis import ServiceView
+    from roadkit.contract.apis import Resource, ServiceView
 
 PREFIX = "/osrm/1.0.0"
 
@@ -90,6 +90,26 @@ def _answer(answer: NativeAnswer, version: str | None = None) -> Response:
     return Response(answer.body, status_code=answer.status, headers=headers)
 
 
+def _road2_refusal(settings: NativeSettings, resource: Resource, profile: str, optimization: str) -> Response | None:
+    """Road2's 400 for a profile or optimization of its URL that the resource does not offer, else None."""
+    if settings.choose(resource, profile, optimization) is not None:
+        return None
+    profiles = settings.profile_names(resource)
+    if profile not in profiles:
+        names = ", ".join(profiles)
+        return _error(400, "InvalidProfile", f"Parameter 'profileId' is invalid: it does not exist on this resource (known: {names})")
+    optimizations = {cost.optimization for source in resource.sources for cost in source.costs() if cost.optimization}
+    if optimization not in optimizations:
+        names = ", ".join(sorted(optimizations))
+        return _error(400, "InvalidProfile", f"Parameter 'optimizationId' is invalid: it does not exist on this resource (known: {names})")
+    return _error(
+        400,
+        "InvalidProfile",
+        f"Parameters 'profile' and 'optimization' are not compatible: profile {profile} with optimization {optimization} "
+        f"is not offered by resource {resource.id}",
+    )
+
+
 def _parses_as_get(text: str) -> bool:
     """Whether ``text`` is a GET URL osrm-routed reads (service, version, profile, coordinates and options)."""
     try:
@@ -127,16 +147,22 @@ class NativeHandler:
             return _error(414, "InvalidUrl", f"URL too long: at most {limit} bytes")
         parts = raw.split(b"/")  # b"", b"osrm", b"1.0.0", resource, rest...
         resource_id = uri_decode(parts[3]) if len(parts) > 3 else ""
+        rest = parts[4:]
+        # Road2's URL shape: {resource}/{profile}/{optimization}/route/v1/_/{coordinates}.
+        road2 = len(rest) >= 5 and rest[4] == b"_"
         resource = self.service.resources.get(resource_id)
         if resource is None:
+            if road2:  # Road2's status and message
+                return _error(400, "InvalidResource", "Parameter 'resourceId' is invalid: it does not exist on this service")
             return _error(404, "InvalidResource", f"Resource '{resource_id}' does not exist on this service")
         settings = native_settings(resource)
-        rest = parts[4:]
         optimization: str | None = None
-        road2 = len(rest) >= 5 and rest[4] == b"_"
         if road2:
             road2_profile, optimization = uri_decode(rest[0]), uri_decode(rest[1])
             rest = rest[2:]
+            refused = _road2_refusal(settings, resource, road2_profile, optimization)
+            if refused is not None:
+                return refused
         target = b"/" + b"/".join(rest)
         query_string = scope.get("query_string", b"")
         if query_string:
