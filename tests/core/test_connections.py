@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -28,6 +30,8 @@ from roadkit.serving.app import create_app
 from roadkit.testing import straight_plugins, write_service
 from roadkit.testing.services import SERVICE
 from roadkit_support.serving import reserve_port
+from tests.core.test_children import ROUTE as CHILD_ROUTE
+from tests.core.test_children import Example, green, wait_for
 
 SERVERS = ["uvicorn", "hypercorn"]
 
@@ -269,6 +273,113 @@ def test_a_connection_over_the_cap_is_answered_503_with_retry_after(tmp_path: Pa
     run(main())
 
 
+async def stalled_reader(port: int, request: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection with a tiny receive buffer that sends ``request`` (and reads nothing)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window stays small
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    writer.write(request)
+    return reader, writer
+
+
+@pytest.mark.parametrize("http_server", SERVERS)
+def test_a_client_that_stops_reading_is_cut_at_the_send_deadline_while_others_are_answered(
+    tmp_path: Path, http_server: str, run: Runner
+) -> None:
+    async def main() -> None:
+        async with serving(tmp_path, http_server, send_timeout=2.0) as (server, port):
+            assert (await exchange(port, f"GET {ROUTE} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode())).startswith(
+                b"HTTP/1.1 200"
+            )
+            async with asyncio.timeout(2):
+                while server.connections()["open"] > 0:
+                    await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)  # its task ends too
+            tasks = len(asyncio.all_tasks())
+            # 100 OpenAPI documents of 115 kB, pipelined: far more than the socket buffers hold.
+            _, writer = await stalled_reader(port, b"GET /simple/1.0.0/openapi.json HTTP/1.1\r\nHost: t\r\n\r\n" * 100)
+            started = time.monotonic()
+            try:
+                async with httpx.AsyncClient(timeout=5) as client:
+                    while time.monotonic() - started < 1.5:  # the worker answers the others meanwhile
+                        answered = time.monotonic()
+                        response = await client.get(f"http://127.0.0.1:{port}{ROUTE}")
+                        assert response.status_code == 200 and time.monotonic() - answered < 1.0
+                        await asyncio.sleep(0.1)
+                async with asyncio.timeout(0.3):
+                    while server.connections()["open"] > 1:  # the other clients' connection closes
+                        await asyncio.sleep(0.01)
+                assert server.connections()["open"] == 1, "the stalled connection was closed before the deadline"
+                assert len(asyncio.all_tasks()) > tasks, "no task waits on the stalled connection"
+                async with asyncio.timeout(8):
+                    while server.connections()["open"] > 0:
+                        await asyncio.sleep(0.05)
+                assert 1.9 < time.monotonic() - started < 7.0
+                async with asyncio.timeout(2):
+                    while len(asyncio.all_tasks()) > tasks:  # the app's task blocked on the stalled connection ended too
+                        await asyncio.sleep(0.05)
+            finally:
+                writer.close()
+            served = await exchange(port, f"GET {ROUTE} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode())
+            assert served.startswith(b"HTTP/1.1 200")
+
+    run(main())
+
+
+@pytest.mark.parametrize("http_server", SERVERS)
+def test_a_slow_reader_that_keeps_taking_bytes_gets_its_whole_answer(tmp_path: Path, http_server: str, run: Runner) -> None:
+    async def main() -> None:
+        async with serving(tmp_path, http_server, send_timeout=1.0) as (_, port):
+            request = b"GET /simple/1.0.0/openapi.json HTTP/1.1\r\nHost: t\r\n\r\n"
+            reader, writer = await stalled_reader(port, request * 4 + request.replace(b"Host: t", b"Host: t\r\nConnection: close"))
+            started = time.monotonic()
+            received = b""
+            try:
+                async with asyncio.timeout(30):
+                    while chunk := await reader.read(65536):
+                        received += chunk
+                        await asyncio.sleep(0.3)  # slower than the server writes, never still for a whole second
+            finally:
+                writer.close()
+            assert time.monotonic() - started > 1.5, "too fast to show that the deadline is not for a whole answer"
+            assert received.count(b"HTTP/1.1 200") == 5 and received.endswith(b"}")
+
+    run(main())
+
+
+@pytest.mark.parametrize("http_server", SERVERS)
+async def test_child_process_workers_hold_the_service_files_http_limits(tmp_path: Path, osrm_example: Path, http_server: str) -> None:
+    example = Example(tmp_path / "monaco", osrm_example)
+    service = example.root / "service.toml"
+    limits = f'server = "{http_server}"\nhead_timeout = 1.0\nmax_url_bytes = 2048\nmax_header_bytes = 4096\n'
+    service.write_text(service.read_text() + f"\n[http]\n{limits}")
+    admin = example.administrator()
+    await admin.start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            await wait_for(lambda: green(client, example))
+            workers = (await client.get(f"{example.admin}/services/main")).json()["processes"]
+            assert len(workers) == 2 and os.getpid() not in [worker["pid"] for worker in workers]
+        port = example.service_port
+        query = "&".join(f"{key}={value}" for key, value in CHILD_ROUTE.items())
+        started = time.monotonic()
+        assert_error(await exchange(port, b"GET /simple/1.0.0/rou"), 408, "request_timeout")
+        assert 0.95 < time.monotonic() - started < 4.0  # the file's 1 s, not the default 10 s
+        response = await exchange(port, f"GET /simple/1.0.0/route?{query}&x={'a' * 3000} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        assert_error(response, 414, "url_too_long")
+        assert "at most 2048 bytes" in parse(response)[2]["error"]["message"]
+        response = await exchange(port, f"GET /simple/1.0.0/route?{query} HTTP/1.1\r\nHost: t\r\nX-Filler: {'b' * 5000}\r\n\r\n".encode())
+        assert_error(response, 431, "headers_too_large")
+        served = await exchange(
+            port, f"GET /simple/1.0.0/route?{query}&x={'a' * 1500} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode()
+        )
+        assert served.startswith(b"HTTP/1.1 200")
+    finally:
+        await admin.stop()
+
+
 def _in_a_process(soft: int, hard: int, code: str) -> str:
     """What ``code`` prints in a Python process whose open-file limit starts at (soft, hard)."""
 
@@ -296,6 +407,7 @@ def test_the_open_file_limit_is_raised_and_the_cap_derived_from_it() -> None:
         ("head_timeout = 0", "http.head_timeout: expected a number of seconds from 0.05 to 3600, got 0.0"),
         ("body_timeout = nan", "http.body_timeout: expected a number of seconds from 0.05 to 3600, got nan"),
         ('keep_alive_timeout = "5"', "http.keep_alive_timeout: expected a number"),
+        ("send_timeout = 1e999", "http.send_timeout: expected a number of seconds from 0.05 to 3600, got inf"),
         ("max_url_bytes = 10", "http.max_url_bytes: expected 1024 to 1048576 bytes, got 10"),
         ("max_header_bytes = 1.5", "http.max_header_bytes: expected an integer"),
         ("max_connections = 0", "http.max_connections: expected 1 to 1000000 connections, got 0"),

@@ -8,6 +8,13 @@ Each HTTP/1.1 connection runs on one :class:`Clock` whose deadline depends on wh
 - the next request on a kept-alive connection: ``keep_alive_timeout``; then close;
 - nothing while the app works on a request (the engines' time-outs bound that).
 
+Apart from the clock, a connection whose response bytes wait for the client (it stopped reading: the
+transport's buffer is full and writing paused, or a close waits for the buffer to empty) gets
+``send_timeout`` for the client to take them; then it is cut (aborted), and its app tasks end (uvicorn:
+their receive() sees the disconnect and what they send is dropped; hypercorn: they are cancelled with
+the connection's task). As nginx's ``send_timeout``, the deadline runs while the client takes nothing
+(until writing resumes), not for the whole response.
+
 A head whose URL is longer than ``max_url_bytes`` is answered 414, one whose header lines take more
 than ``max_header_bytes`` 431, both before the app sees it. Each worker holds at most
 :func:`connection_cap` connections; the acceptor answers one more with a 503 (``Retry-After``).
@@ -208,6 +215,7 @@ class BoundedHttpTools(asyncio.Protocol):
     limits: Http = Http()
     # uvicorn's HttpToolsProtocol's
     transport: asyncio.Transport
+    flow: Any
     url: bytes
     cycle: Any
     pipeline: Any
@@ -221,6 +229,7 @@ class BoundedHttpTools(asyncio.Protocol):
         self._chunk = 0
         self._refusal: bytes | None = None
         self._linger: asyncio.TimerHandle | None = None
+        self._stalled: asyncio.TimerHandle | None = None  # the send deadline, while bytes wait for the client
         super().connection_made(transport)
         self._clock.arm(Phase.HEAD)
 
@@ -228,7 +237,35 @@ class BoundedHttpTools(asyncio.Protocol):
         self._clock.cancel()
         if self._linger is not None:
             self._linger.cancel()
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()  # type: ignore[misc]
+        self._watch_send()
+
+    def resume_writing(self) -> None:
+        if self._stalled is not None:  # the client takes bytes again
+            self._stalled.cancel()
+            self._stalled = None
+        super().resume_writing()  # type: ignore[misc]
+
+    def _watch_send(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+        self._stalled = asyncio.get_running_loop().call_later(self.limits.send_timeout, self._send_expired)
+
+    def _send_expired(self) -> None:
+        self._stalled = None
+        if self.transport.get_write_buffer_size() == 0:
+            return
+        if self.flow.write_paused or self.transport.is_closing():
+            # The client took nothing for send_timeout: connection_lost ends the app's sends and tells it.
+            self.transport.abort()
+        else:  # bytes below the high-water mark still wait on an open connection: watched until they go
+            self._watch_send()
 
     def data_received(self, data: bytes) -> None:
         if self._linger is not None:
@@ -276,6 +313,8 @@ class BoundedHttpTools(asyncio.Protocol):
         self._unset_keepalive_if_required()  # uvicorn's keep-alive timer: the clock's IDLE instead
         if not queued and self._clock.phase is None and not self.transport.is_closing():
             self._clock.arm(Phase.IDLE)
+        if self._stalled is None and self.transport.get_write_buffer_size() > 0:
+            self._watch_send()  # a close (Connection: close, the keep-alive time-out) waits for these bytes
 
     def send_400_response(self, msg: str) -> None:
         self._refuse(self._refusal or invalid_request())
@@ -324,11 +363,18 @@ class BoundedTCPServer(TCPServer):
         self._clock = Clock(limits, self._expired)
         self._in_head = False
         self._closing: asyncio.Task[None] | None = None
+        self._runner: asyncio.Task[Any] | None = None  # the connection's task, cancelled to cut it
+        self._cut = False
 
     async def run(self) -> None:
+        self._runner = runner = asyncio.current_task()
         self._clock.arm(Phase.HEAD)
         try:
             await super().run()
+        except asyncio.CancelledError:
+            if not self._cut or runner is None:
+                raise
+            runner.uncancel()  # cut for send_timeout: the connection's task ends as a closed connection's
         finally:
             self._clock.cancel()
 
@@ -340,6 +386,24 @@ class BoundedTCPServer(TCPServer):
         return None
 
     async def protocol_send(self, event: Event) -> None:
+        if self._cut:
+            return  # the connection and its tasks are being cancelled: nothing more to send or schedule
+        if isinstance(event, RawData):  # as hypercorn's, with the send deadline on the wait for the client
+            async with self.send_lock:
+                try:
+                    self.writer.write(event.data)
+                    async with asyncio.timeout(self.limits.send_timeout):
+                        await self.writer.drain()
+                except TimeoutError:
+                    # The client took nothing for send_timeout. Cancelling the connection's task ends its app
+                    # tasks too: hypercorn would otherwise go on with the requests pipelined behind, to no one.
+                    self.writer.transport.abort()
+                    self._cut = True
+                    if self._runner is not None:
+                        self._runner.cancel()
+                except (ConnectionError, RuntimeError):
+                    await self.protocol.handle(Closed())
+            return
         if isinstance(event, Updated):
             if event.idle:
                 self._clock.arm(Phase.IDLE)
@@ -387,6 +451,14 @@ class BoundedTCPServer(TCPServer):
             async with asyncio.timeout(REFUSAL_LINGER):
                 while await self.reader.read(MAX_RECV):
                     pass
+
+    async def _close(self) -> None:
+        # A close waits for the bytes still buffered to reach the client: no longer than send_timeout.
+        cut = self.loop.call_later(self.limits.send_timeout, self.writer.transport.abort)
+        try:
+            await super()._close()
+        finally:
+            cut.cancel()
 
     async def _idle_timeout(self) -> None:
         await self.context.terminated.wait()
