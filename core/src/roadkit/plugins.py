@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "roadkit"
 #: Core's own hook implementations, registered first (by name: they sit above this module, as pytest's do).
-DEFAULT_PLUGINS = ("roadkit.defaults", "roadkit.apis.simple", "roadkit.cli")
+DEFAULT_PLUGINS = ("roadkit.defaults", "roadkit.apis.simple", "roadkit.apis.ogcapi_routes", "roadkit.cli")
 
 
 def _names(value: str | None) -> set[str] | None:

@@ -1,0 +1,123 @@
+"""OGC API – Routes on the Monaco Valhalla resource, with the time class (checks in tests/ogcapi_routes_support.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from shapely import LineString, Polygon
+from starlette.testclient import TestClient
+
+from roadkit.apis.ogcapi_routes.compute import local_departure
+from tests import ogcapi_routes_support as ogc
+from tests.schemathesis_support import run, serve
+
+RID = "monaco-valhalla"
+MODES = ["car", "pedestrian", "multimodal"]
+ROUTES = f"/ogcapi-routes/1.0/{RID}/routes"
+
+
+def test_landing_page_conformance_and_api(client: TestClient) -> None:
+    conformance = ogc.check_landing_and_conformance(client, RID, MODES)
+    assert ogc.SPEC + "time" in conformance["conformsTo"]  # the resource names its time zone
+
+
+def test_every_preference_and_mode(client: TestClient) -> None:
+    ogc.check_every_preference_and_mode(client, RID, MODES)
+
+
+def test_five_waypoints_in_all_120_orders(client: TestClient) -> None:
+    ogc.check_waypoints_in_every_order(client, RID)
+
+
+def test_invalid_and_unroutable_definitions(client: TestClient) -> None:
+    ogc.check_errors(client, RID)
+
+
+def test_stored_routes(client: TestClient) -> None:
+    ogc.check_manage_routes(client, RID)
+
+
+def test_a_departure_in_utc_times_start_and_end(client: TestClient) -> None:
+    when = {"value": {"timestamp": "2026-06-01T08:00:00Z", "type": "departure"}}
+    route = ogc.valid_route(client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when)))
+    overview, start, *segments, end = route["features"]
+    assert start["properties"]["timestamp"] == "2026-06-01T08:00:00Z"
+    assert all("duration_s" in s["properties"] for s in segments)
+    seconds = overview["properties"]["duration_s"]
+    assert end["properties"]["timestamp"] > start["properties"]["timestamp"] and seconds > 0
+    # Also beside "inputs", as the standard's abstract tests send it.
+    beside = {**ogc.definition(ogc.START, ogc.END), "when": when}
+    assert ogc.valid_route(client.post(ROUTES, json=beside))["features"][1]["properties"]["timestamp"] == "2026-06-01T08:00:00Z"
+
+
+def test_a_departure_not_in_utc_is_refused(client: TestClient) -> None:
+    for timestamp in ("2026-06-01T08:00:00", "2026-06-01T10:00:00+02:00", "2026-13-01T08:00:00Z", "tomorrow"):
+        when = {"value": {"timestamp": timestamp}}
+        answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when))
+        assert answer.status_code == 400 and "inputs.when.value.timestamp" in answer.text, timestamp
+    arrival = {"value": {"timestamp": "2026-06-01T08:00:00Z", "type": "arrival"}}
+    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=arrival))
+    assert answer.status_code == 400 and "inputs.when.value.type" in answer.text
+
+
+@pytest.fixture(scope="module")
+def demo(valhalla_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    yield from serve(valhalla_example, tmp_path_factory)
+
+
+def test_the_ogc_api_passes_every_schemathesis_check(demo: tuple[str, str], tmp_path: Path) -> None:
+    (tmp_path / "schemathesis.toml").write_text(ogc.SCHEMATHESIS_CONFIG)
+    base = demo[1].replace("/simple/1.0.0", f"/ogcapi-routes/1.0/{RID}")
+    run(f"{base}/api", tmp_path, "--phases", "examples,coverage,fuzzing", examples=20)
+
+
+def test_the_engine_reads_the_networks_local_time() -> None:
+    monaco = ZoneInfo("Europe/Monaco")
+    assert local_departure(datetime(2026, 6, 1, 8, 0, 30, tzinfo=UTC), monaco) == datetime(2026, 6, 1, 10, 0)  # summer: UTC+2
+    assert local_departure(datetime(2026, 1, 15, 23, 30, tzinfo=UTC), monaco) == datetime(2026, 1, 16, 0, 30)  # winter: UTC+1
+
+
+def test_a_departure_the_engine_cant_read_is_unroutable(client: TestClient) -> None:
+    when = {"value": {"timestamp": "1900-06-01T08:00:00Z"}}  # Valhalla reads years from 1901
+    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when))
+    assert answer.status_code == 422 and "inputs.when.value.timestamp" in answer.text
+
+
+def square(center: list[float], half: float) -> list[list[float]]:
+    x, y = center
+    return [[x - half, y - half], [x + half, y - half], [x + half, y + half], [x - half, y + half], [x - half, y - half]]
+
+
+def test_a_route_never_crosses_an_obstacle(client: TestClient) -> None:
+    assert ogc.SPEC + "obstacles" in client.get(f"/ogcapi-routes/1.0/{RID}/conformance").json()["conformsTo"]
+    plain = ogc.valid_route(client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END)))
+    line = plain["features"][0]["geometry"]["coordinates"]
+    middle = line[len(line) // 2]
+    block = square(middle, 0.0003)
+    assert LineString(line).intersects(Polygon(block))
+    for obstacles in (
+        {"value": {"type": "MultiPolygon", "coordinates": [[block]]}},
+        {"type": "MultiPolygon", "coordinates": [[block[:-1]]]},
+    ):
+        route = ogc.valid_route(client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, obstacles=obstacles)))
+        around = route["features"][0]["geometry"]["coordinates"]
+        assert not LineString(around).intersects(Polygon(block))
+        assert around != line  # another way round
+    # Beside "inputs", as the standard's abstract tests send it.
+    beside = {**ogc.definition(ogc.START, ogc.END), "obstacles": {"value": {"type": "MultiPolygon", "coordinates": [[block]]}}}
+    assert not LineString(ogc.valid_route(client.post(ROUTES, json=beside))["features"][0]["geometry"]["coordinates"]).intersects(
+        Polygon(block)
+    )
+
+
+def test_an_obstacle_no_route_avoids_is_unroutable(client: TestClient) -> None:
+    walled = {"value": {"type": "MultiPolygon", "coordinates": [[square(ogc.END, 0.002)]]}}
+    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, obstacles=walled))
+    assert answer.status_code == 422, answer.text
+    bad = {"value": {"type": "MultiPolygon", "coordinates": [[[[7.41, 43.73], [7.42, 43.73]]]]}}
+    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, obstacles=bad))
+    assert answer.status_code == 400 and "inputs.obstacles.value.coordinates[0][0]" in answer.text
