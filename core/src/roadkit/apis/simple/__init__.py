@@ -42,6 +42,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
         return JSONResponse(
             {
                 "api": {"name": "simple", "version": "1.0.0"},
+                "description": "roadkit via l'API simple 1.0.0",  # Road2's root text, naming roadkit
                 "links": [
                     {"rel": "service-desc", "type": "application/vnd.oai.openapi+json;version=3.1", "href": f"{base}/openapi.json"},
                     {"rel": "service-doc", "type": "text/html", "href": f"{base}/openapi"},

@@ -267,6 +267,7 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
         return JSONResponse(
             {
                 "api": {"name": "osrm", "version": "1.0.0"},
+                "description": "roadkit via OSRM API 1.0.0",  # Road2's root text, naming roadkit
                 "resources": f"{PREFIX}/resources",
                 "links": [
                     {"rel": "service-desc", "type": "application/vnd.oai.openapi+json;version=3.1", "href": f"{base}/openapi.json"},
