@@ -39,7 +39,7 @@ from roadkit.process import allocator
 from roadkit.process.accept import ConnectionTable
 from roadkit.process.channel import Channel, ChannelClosed, ChannelError
 from roadkit.process.listen import ListeningSockets, Rebind
-from roadkit.process.metrics import WORKER_RESTARTS, MetricsFolder
+from roadkit.process.metrics import MetricsFolder
 from roadkit.serving.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns, describe_exit
 from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
@@ -336,6 +336,8 @@ class ChildProcessService:
         self._recovered_at = 0.0
         #: Its workers' metrics files, from the first worker's start to the service's stop.
         self.metrics_folder: MetricsFolder | None = None
+        #: Workers started again after an unexpected exit (``roadkit_worker_restarts_total``).
+        self.worker_restarts = 0
 
     def metrics(self) -> MetricsFolder:
         """The folder of its workers' metrics (made at the first worker's start, kept across restarts)."""
@@ -558,7 +560,7 @@ class ChildProcessService:
                     self.lifecycle = Lifecycle.STARTING if not self.workers else Lifecycle.RECOVERING
                     self._recovery = None  # a crash during this start schedules the next attempt
                     if await self._bring_up():
-                        WORKER_RESTARTS.labels(self.id).inc(len(self.workers))
+                        self.worker_restarts += len(self.workers)
                     return
                 missing = sorted({w.index for w in self.workers} - {w.index for w in alive})
                 if not missing:
@@ -576,7 +578,7 @@ class ChildProcessService:
                     log.error("service %s: automatic restart failed: %s", self.id, self.error)
                     return
                 self.workers = sorted(alive + new, key=lambda w: w.index)
-                WORKER_RESTARTS.labels(self.id).inc(len(new))
+                self.worker_restarts += len(new)
                 self.lifecycle, self.error = Lifecycle.READY, ""
                 log.info("service %s: worker(s) %s started again (pids %s)", self.id, missing, ", ".join(str(w.pid) for w in new))
                 return

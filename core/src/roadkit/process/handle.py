@@ -26,6 +26,8 @@ class ServiceHandle(Protocol):
     error: str
     #: Where its worker processes write their metrics (None: it runs in this process, whose metrics are ordinary).
     metrics_folder: MetricsFolder | None
+    #: Workers started again after an unexpected exit.
+    worker_restarts: int
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...

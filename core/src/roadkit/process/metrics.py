@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.mmap_dict import MmapedDict
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
@@ -36,12 +36,6 @@ FOLDER_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 #: The content type of a scrape (Prometheus's text format 0.0.4).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-WORKER_RESTARTS = Counter(
-    "roadkit_worker_restarts",
-    "Worker processes started again after an unexpected exit",
-    ["service"],
-    registry=REGISTRY,
-)
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -108,6 +102,8 @@ class Scraped(Protocol):
     def id(self) -> str: ...
     @property
     def metrics_folder(self) -> MetricsFolder | None: ...
+    @property
+    def worker_restarts(self) -> int: ...
     async def health(self) -> dict[str, Any]: ...
     def processes(self) -> list[tuple[str, int]]: ...
 
@@ -136,12 +132,11 @@ async def scrape(handles: Iterable[Scraped]) -> bytes:
                 known = merged[family.name] = Metric(family.name, family.documentation, family.type, family.unit)
             known.samples.extend(family.samples)
 
-    # This process's own values: its same-process services' requests and every service's restarts. A
-    # child-process service's requests are in its folder; an app embedded in this process is not managed.
+    # This process's own values are its same-process services' requests (a child-process service's are in
+    # its folder; an app embedded in this process, or an earlier administrator's service, is not one of them).
     same_process = {handle.id for handle in handles if handle.metrics_folder is None}
     for family in REGISTRY.collect():
-        keep = family.name == "roadkit_worker_restarts"
-        family.samples = [sample for sample in family.samples if keep or sample.labels.get("service") in same_process]
+        family.samples = [sample for sample in family.samples if sample.labels.get("service") in same_process]
         add([family])
     for handle in handles:
         folder = handle.metrics_folder
@@ -149,6 +144,10 @@ async def scrape(handles: Iterable[Scraped]) -> bytes:
             add(folder.collect())
     add(_sources(handles, healths))
     add(_processes(handles))
+    restarts = CounterMetricFamily("roadkit_worker_restarts", "Worker processes started again after an unexpected exit", labels=["service"])
+    for handle in handles:
+        restarts.add_metric([handle.id], float(handle.worker_restarts))
+    add([restarts])
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Families(list(merged.values())))  # type: ignore[arg-type]
     return generate_latest(registry)

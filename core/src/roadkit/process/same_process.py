@@ -45,6 +45,7 @@ class InProcessService:
         self.starts = 0
         #: None: its metrics are this process's own (roadkit.serving.metrics.REGISTRY).
         self.metrics_folder: MetricsFolder | None = None
+        self.worker_restarts = 0  # its one worker is this process
         self._runs = MergedRuns(self._restart)
 
     async def start(self) -> None:

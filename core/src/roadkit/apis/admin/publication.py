@@ -76,7 +76,8 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
         response: Response = await switch(request)
         return response
 
-    routes = [Route("/services/{service}/sources/{source}/version", version)]
+    every_method = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]  # Starlette's default is GET only
+    routes = [Route("/services/{service}/sources/{source}/version", version, methods=every_method)]
     for kind in ("source", "resource"):
         # ``:path``: an id holding an (encoded) "/" such as ``..%2F..%2Fx`` reaches check_id and is a
         # 400 naming the parameter, not a 404 from the catch-all.
