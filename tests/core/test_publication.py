@@ -663,3 +663,11 @@ async def test_error_answers_of_the_admin_api_show_no_password(running: Running)
     # A path holding a password, quoted in a 404.
     missing = await running.client.get(f"{running.admin}/services/{dsn}")
     assert missing.status_code == 404 and "s3cret" not in missing.text, missing.text
+
+
+async def test_other_methods_on_a_sources_version_route_are_405_allowing_post(running: Running) -> None:
+    # Starlette gives them to the ``{source:path}`` routes, which would read "a/version" as a source id.
+    for method in ("GET", "PUT", "DELETE"):
+        response = await running.client.request(method, f"{running.admin}/services/main/sources/a/version")
+        assert response.status_code == 405, (method, response.text)
+        assert response.headers["allow"] == "POST"

@@ -31,6 +31,8 @@ import schemathesis
 from roadkit_support.serving import reserve_port
 
 SERVICE_WRITES = ("createService", "modifyService")
+#: Seconds a stopping worker of a fuzzed service serves on after turning not ready.
+MAX_STOP_DELAY = 0.5
 MAX_WORKERS = 2
 _serial = itertools.count(1)
 
@@ -70,6 +72,9 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     _relative_folders(body["configuration"])
     if isinstance(body.get("workers"), int) and body["workers"] > MAX_WORKERS:
         body["workers"] = MAX_WORKERS
+    probes = body["configuration"].get("probes")
+    if isinstance(probes, dict) and isinstance(probes.get("stop_delay"), int | float) and probes["stop_delay"] > MAX_STOP_DELAY:
+        probes["stop_delay"] = MAX_STOP_DELAY  # a valid delay of minutes makes every later restart wait minutes
     if operation == "createService" and isinstance(body.get("id"), str):
         body["id"] = f"{body['id'][:100]}-{next(_serial)}"
 

@@ -35,6 +35,8 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
             try:
                 response: Response = await handler(request)
                 return response
+            except HTTPException:
+                raise  # Starlette's own answers (a 405 with its Allow header)
             except Exception as exc:
                 return error_response(exc)
 

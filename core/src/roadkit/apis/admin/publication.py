@@ -34,16 +34,23 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
 
         return run
 
+    def object_id(kind: Kind, request: Request) -> str:
+        raw = str(request.path_params[kind])
+        if kind == "source" and raw.endswith("/version") and "/" not in raw[: -len("/version")]:
+            # Another method on a source's version route: Starlette's routing gives it to the ``{source:path}`` routes.
+            raise HTTPException(405, headers={"Allow": "POST"})
+        return check_id(kind, raw)
+
     def one(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            oid = check_id(kind, str(request.path_params[kind]))
+            oid = object_id(kind, request)
             return JSONResponse(redact(admin.document(service_id(request), kind, oid)))
 
         return run
 
     def put(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            oid = check_id(kind, str(request.path_params[kind]))
+            oid = object_id(kind, request)
             sid = service_id(request)
             admin.describe(sid)  # 404 before the body is read
             body = await read_json_body(request, MAX_BODY_BYTES)
@@ -54,7 +61,7 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
 
     def delete(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            oid = check_id(kind, str(request.path_params[kind]))
+            oid = object_id(kind, request)
             await admin.unpublish(service_id(request), kind, oid)
             return Response(status_code=204)
 
@@ -67,17 +74,7 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
         body = await read_json_body(request, MAX_BODY_BYTES)
         return JSONResponse(redact(await admin.switch_version(sid, oid, body)))
 
-    switch = guarded(switch_version)
-
-    async def version(request: Request) -> Response:
-        # Every method reaches this route, so that a PUT is a 405 here and not a source id "x/version" below.
-        if request.method != "POST":
-            raise HTTPException(405, headers={"Allow": "POST"})
-        response: Response = await switch(request)
-        return response
-
-    every_method = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]  # Starlette's default is GET only
-    routes = [Route("/services/{service}/sources/{source}/version", version, methods=every_method)]
+    routes = [Route("/services/{service}/sources/{source}/version", guarded(switch_version), methods=["POST"])]
     for kind in ("source", "resource"):
         # ``:path``: an id holding an (encoded) "/" such as ``..%2F..%2Fx`` reaches check_id and is a
         # 400 naming the parameter, not a 404 from the catch-all.
