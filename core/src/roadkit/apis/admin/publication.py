@@ -34,23 +34,16 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
 
         return run
 
-    def object_id(kind: Kind, request: Request) -> str:
-        raw = str(request.path_params[kind])
-        if kind == "source" and raw.endswith("/version") and "/" not in raw[: -len("/version")]:
-            # Another method on a source's version route: Starlette's routing gives it to the ``{source:path}`` routes.
-            raise HTTPException(405, headers={"Allow": "POST"})
-        return check_id(kind, raw)
-
     def one(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            oid = object_id(kind, request)
+            oid = check_id(kind, str(request.path_params[kind]))
             return JSONResponse(redact(admin.document(service_id(request), kind, oid)))
 
         return run
 
     def put(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            oid = object_id(kind, request)
+            oid = check_id(kind, str(request.path_params[kind]))
             sid = service_id(request)
             admin.describe(sid)  # 404 before the body is read
             body = await read_json_body(request, MAX_BODY_BYTES)
@@ -61,7 +54,7 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
 
     def delete(kind: Kind) -> Handler:
         async def run(request: Request) -> Response:
-            oid = object_id(kind, request)
+            oid = check_id(kind, str(request.path_params[kind]))
             await admin.unpublish(service_id(request), kind, oid)
             return Response(status_code=204)
 
@@ -74,7 +67,15 @@ def publication_routes(admin: AdminBackend, guarded: Callable[[Handler], Handler
         body = await read_json_body(request, MAX_BODY_BYTES)
         return JSONResponse(redact(await admin.switch_version(sid, oid, body)))
 
-    routes = [Route("/services/{service}/sources/{source}/version", guarded(switch_version), methods=["POST"])]
+    async def not_allowed(request: Request) -> Response:
+        raise HTTPException(405, headers={"Allow": "POST"})
+
+    version = "/services/{service}/sources/{source}/version"
+    routes = [
+        Route(version, guarded(switch_version), methods=["POST"]),
+        # Every other method, before the ``{source:path}`` routes below take "a/version" for a source id.
+        Route(version, not_allowed, methods=["GET", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+    ]
     for kind in ("source", "resource"):
         # ``:path``: an id holding an (encoded) "/" such as ``..%2F..%2Fx`` reaches check_id and is a
         # 400 naming the parameter, not a 404 from the catch-all.
