@@ -51,6 +51,27 @@ def _free_listeners(configuration: dict[str, Any]) -> None:
             listener["port"] = reserve_port()  # also where the port was left out (8080)
 
 
+#: Files a service document names, which must lie inside the folders the administrator allows writes in
+#: (a rule JSON Schema can't state): generated paths are kept in this copy's folder, as the folders are.
+NAMED_FILES = (("access", "keys_file"), ("access_log", "file"), ("ogcapi_routes", "store"))
+
+
+def _inside(table: Any, key: str) -> None:
+    value = table.get(key) if isinstance(table, dict) else None
+    if isinstance(value, str) and (value.startswith(("/", "~")) or ".." in value):
+        table[key] = "fuzz/" + value.replace("..", "_").lstrip("/~")
+
+
+def _relative_files(configuration: dict[str, Any]) -> None:
+    for section, key in NAMED_FILES:
+        _inside(configuration.get(section), key)
+    _inside(configuration.get("folders"), "projections")
+    listeners = configuration.get("listeners")
+    for listener in listeners if isinstance(listeners, list) else ():
+        _inside(listener, "certfile")
+        _inside(listener, "keyfile")
+
+
 def _relative_folders(configuration: dict[str, Any]) -> None:
     folders = configuration.get("folders")
     for key in ("sources", "resources"):
@@ -70,6 +91,7 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         return
     _free_listeners(body["configuration"])
     _relative_folders(body["configuration"])
+    _relative_files(body["configuration"])
     if isinstance(body.get("workers"), int) and body["workers"] > MAX_WORKERS:
         body["workers"] = MAX_WORKERS
     probes = body["configuration"].get("probes")
