@@ -47,6 +47,13 @@ def test_config_errors_name_the_file_and_key(tmp_path: Path) -> None:
     typo.write_text("[backend]\nprot = 1\n")
     with pytest.raises(ClientConfigError, match="prot"):
         load_client_config(typo)
+    for remote in ("portal.example/api", "https://portal.example/api?x=1"):
+        bad_remote = tmp_path / "remote.toml"
+        bad_remote.write_text(
+            f'[backend]\nremote_public_url = "{remote}"\n[portal]\nclient_secret = "s"\n[portal.apps.x]\nlogin = "http://a/"\n'
+        )
+        with pytest.raises(ClientConfigError, match=r"remote\.toml: backend\.remote_public_url: expected an http\(s\) URL without query"):
+            load_client_config(bad_remote)
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:

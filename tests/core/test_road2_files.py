@@ -15,6 +15,8 @@ from roadkit.config import load_server, load_service
 from roadkit.config.loader import load_cors, read_sources
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
+from roadkit.process.administrator import make_handle
+from roadkit.process.children import ChildProcessService
 from roadkit.routing.projections import ProjectionRegistry
 from roadkit.serving.service import Service
 from tests.core.conftest import write
@@ -224,6 +226,23 @@ def test_service_file_problems_name_the_file_and_road2s_key(road2: Path, change:
 def test_administration_file_problems_name_the_file_and_road2s_key(road2: Path, change: Any, expected: str) -> None:
     path = edit(road2 / "road2.json", change)
     assert any(p.startswith(f"{path}: {expected}") for p in problems_of(load_server, path)), problems_of(load_server, path)
+
+
+def test_a_service_without_creation_type_runs_in_a_child_process_as_a_toml_service_without_mode(road2: Path, tmp_path: Path) -> None:
+    def without_creation_type(data: dict[str, Any]) -> None:
+        data["administration"]["network"]["server"]["host"] = "127.0.0.1"
+        del data["administration"]["services"][0]["creationType"]
+
+    road2_server = load_server(edit(road2 / "road2.json", without_creation_type))
+    toml_server = load_server(write(tmp_path / "server.toml", '[[services]]\nid = "main"\nconfiguration = "road2/service.json"\n'))
+    plugins = Plugins.create(load_entry_points=False)
+    (road2_service,), (toml_service,) = road2_server.services, toml_server.services
+    # Road2 refuses the entry; its documented mode is newProcess, a TOML file's default is a child process.
+    assert road2_service.mode == toml_service.mode == "child-process"
+    handles = [make_handle(service, server, plugins) for service, server in ((road2_service, road2_server), (toml_service, toml_server))]
+    assert [type(handle) for handle in handles] == [ChildProcessService, ChildProcessService]
+    edit(road2 / "road2.json", lambda d: d["administration"]["services"][0].update(creationType="sameProcess"))
+    assert load_server(road2 / "road2.json").services[0].mode == "same-process"
 
 
 def test_keywords_as_road2_object_in_a_toml_service_file(tmp_path: Path) -> None:

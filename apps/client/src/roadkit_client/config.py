@@ -86,6 +86,9 @@ class BackendSection:
     host: str = "127.0.0.1"
     port: int = 8181
     public_url: str = "http://127.0.0.1:8181"
+    #: The backend as the browser reaches it in remote mode (``IamEntrepotApiUrlRemote``), e.g. through a
+    #: proxy on the app's own site; empty: ``public_url``. The portal's callback and cookies live there.
+    remote_public_url: str = ""
     #: Accept ``Authorization: Bearer`` access tokens (local mode).
     local_mode: bool = True
     #: Accept the portal's session cookie (remote mode).
@@ -104,6 +107,11 @@ class BackendSection:
     database: str = "roadkit-client.sqlite3"
     postgres_dsn: str = attrs.field(default="", repr=False)
     postgres_dsn_env: str = ""
+
+    @property
+    def remote_url(self) -> str:
+        """The backend's address in remote mode, without a trailing slash."""
+        return (self.remote_public_url or self.public_url).rstrip("/")
 
     def dsn(self) -> str:
         """The PostgreSQL DSN, from the environment when ``postgres_dsn_env`` is set."""
@@ -154,6 +162,9 @@ def _check(config: ClientConfig) -> None:
     ):
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"{key}: expected an http(s) URL, got {url!r}")
+    remote = config.backend.remote_public_url
+    if remote and (not remote.startswith(("http://", "https://")) or "?" in remote or "#" in remote):
+        raise ConfigError(f"backend.remote_public_url: expected an http(s) URL without query or fragment (or empty), got {remote!r}")
     if config.backend.max_body_bytes <= 0:
         raise ConfigError("backend.max_body_bytes: expected a positive number of bytes")
     for key in ("max_documents_per_user", "max_stored_bytes_per_user", "documents_page_size", "documents_max_page_size"):

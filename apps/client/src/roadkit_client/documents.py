@@ -238,7 +238,10 @@ async def list_documents(request: Request) -> Response:
     if len(documents) > limit:
         documents = documents[:limit]
         query = urlencode({"limit": limit, "cursor": encode_cursor(documents[-1].seq)})
-        headers["Link"] = f'<{backend.public_url.rstrip("/")}/documents?{query}>; rel="next"'
+        # The next page at the address the caller uses: local mode's with a token, the portal's with its cookie.
+        bearer = "authorization" in request.headers and backend.local_mode
+        base = backend.public_url.rstrip("/") if bearer else backend.remote_url
+        headers["Link"] = f'<{base}/documents?{query}>; rel="next"'
     items = []
     for document in documents:
         item = document.as_json()

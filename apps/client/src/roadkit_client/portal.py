@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -48,7 +48,13 @@ def _app(config: ClientConfig, name: str | None) -> tuple[str, PortalApp]:
 
 
 def _secure(config: ClientConfig) -> bool:
-    return config.backend.public_url.startswith("https://")
+    return config.backend.remote_url.startswith("https://")
+
+
+def _cookie_path(config: ClientConfig, below: str = "") -> str:
+    """A cookie path under the portal's address as the browser sees it (a proxy may put it under ``/api``)."""
+    prefix = urlsplit(config.backend.remote_url).path.rstrip("/")
+    return f"{prefix}{below}" or "/"
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -56,8 +62,8 @@ def _redirect(url: str) -> RedirectResponse:
 
 
 def callback_url(config: ClientConfig) -> str:
-    """The portal client's registered redirect URI."""
-    return f"{config.backend.public_url.rstrip('/')}/login/callback"
+    """The portal client's registered redirect URI, at the portal's remote-mode address."""
+    return f"{config.backend.remote_url}/login/callback"
 
 
 async def login(request: Request) -> Response:
@@ -95,7 +101,13 @@ async def login(request: Request) -> Response:
     }
     response = _redirect(f"{authorize}?{urlencode(query)}")
     response.set_cookie(
-        LOGIN_COOKIE, handle, max_age=config.portal.login_timeout, path="/login", httponly=True, samesite="lax", secure=_secure(config)
+        LOGIN_COOKIE,
+        handle,
+        max_age=config.portal.login_timeout,
+        path=_cookie_path(config, "/login"),
+        httponly=True,
+        samesite="lax",
+        secure=_secure(config),
     )
     return response
 
@@ -147,18 +159,24 @@ async def login_callback(request: Request) -> Response:
         log.info("portal callback: no login in progress for this browser")
         default_app = next(iter(config.portal.apps.values()))
         response = _redirect(_with_query(default_app.login, success="0"))
-        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        response.delete_cookie(LOGIN_COOKIE, path=_cookie_path(config, "/login"))
         return response
     app = config.portal.apps[pending.app]
     cookie = await _complete(request, pending, app)
     response = _redirect(_with_query(app.login, success="1" if cookie else "0"))
-    response.delete_cookie(LOGIN_COOKIE, path="/login")
+    response.delete_cookie(LOGIN_COOKIE, path=_cookie_path(config, "/login"))
     if cookie:
         previous = request.cookies.get(SESSION_COOKIE)
         if previous:
             await request.app.state.sessions.end(previous)
         response.set_cookie(
-            SESSION_COOKIE, cookie, max_age=config.portal.session_lifetime, path="/", httponly=True, samesite="lax", secure=_secure(config)
+            SESSION_COOKIE,
+            cookie,
+            max_age=config.portal.session_lifetime,
+            path=_cookie_path(config),
+            httponly=True,
+            samesite="lax",
+            secure=_secure(config),
         )
     return response
 
@@ -175,7 +193,7 @@ def csrf_token(cookie: str) -> str:
 
 def _check_origin(request: Request, config: ClientConfig) -> None:
     origin = request.headers.get("origin")
-    allowed = {*config.backend.cors_origins, origin_of(config.backend.public_url)}
+    allowed = {*config.backend.cors_origins, origin_of(config.backend.public_url), origin_of(config.backend.remote_url)}
     if origin is not None and origin not in allowed:
         raise ApiError(403, "forbidden_origin", f"Origin: {origin[:100]!r} is not an origin of the application (backend.cors_origins)")
 
@@ -206,5 +224,5 @@ async def logout(request: Request) -> Response:
         await request.app.state.sessions.end(cookie)
     target = app.logout or f"{config.app.public_url.rstrip('/')}/"
     response = JSONResponse({"redirect": _with_query(target, success="1")}, headers={"Cache-Control": "no-store"})
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=_secure(config))
+    response.delete_cookie(SESSION_COOKIE, path=_cookie_path(config), httponly=True, samesite="lax", secure=_secure(config))
     return response

@@ -31,15 +31,15 @@ def static_dir() -> Path:
 
 def public_settings(config: ClientConfig, mode: str | None = None) -> dict[str, Any]:
     """The browser's IamSettings. Never the portal's client secret: the browser client is public."""
-    backend = config.backend.public_url.rstrip("/")
+    backend, remote = config.backend.public_url.rstrip("/"), config.backend.remote_url
     return {
         "mode": mode or config.mode,
         "IamUrl": config.iam.url.rstrip("/"),
         "IamRealm": config.iam.realm,
         "IamClientId": config.iam.client_id,
         "IamEntrepotApiUrl": backend,
-        "IamEntrepotApiUrlRemote": backend,
-        "IamRedirectRemote": backend,
+        "IamEntrepotApiUrlRemote": remote,
+        "IamRedirectRemote": remote,
         "IamScope": config.iam.scope,
         "AppName": config.app.portal_app,
         "RoutingUrl": config.app.routing_url,
@@ -56,8 +56,9 @@ def content_security_policy(config: ClientConfig, folder: Path) -> str:
             for script in _INLINE_SCRIPT.findall(page.read_text(encoding="utf-8", errors="replace")):
                 digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
                 hashes.add(f"'sha256-{digest}'")
-    iam, backend = origin_of(config.iam.url), origin_of(config.backend.public_url)
-    routing = origin_of(config.app.routing_url)
+    iam, routing = origin_of(config.iam.url), origin_of(config.app.routing_url)
+    # Both addresses of the backend: local mode's and remote mode's (the same origin unless configured apart).
+    backend = " ".join(dict.fromkeys((origin_of(config.backend.public_url), origin_of(config.backend.remote_url))))
     return "; ".join(
         [
             "default-src 'self'",

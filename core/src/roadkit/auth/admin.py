@@ -119,7 +119,8 @@ class Authenticator:
 
     def _oidc(self, jwt: JwtAuth) -> OidcProvider:
         if self._provider is None:
-            self._session = aiohttp.ClientSession()
+            # trust_env: HTTP_PROXY / HTTPS_PROXY / NO_PROXY apply to discovery and keys, as to any outbound HTTP.
+            self._session = aiohttp.ClientSession(trust_env=True)
             self._provider = OidcProvider(jwt, self._session, now=self.now)
         return self._provider
 

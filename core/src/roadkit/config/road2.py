@@ -197,7 +197,8 @@ def from_road2_server(data: dict[str, Any], path: Path) -> dict[str, Any]:
             value = _string(entry.get(key), f"{path}: {where}.{key}", problems)
             if value:
                 service[key] = value
-        creation = entry.get("creationType", "sameProcess")
+        # Road2 refuses an entry without it; its documented mode, newProcess, is also a TOML file's default.
+        creation = entry.get("creationType", "newProcess")
         if creation not in _MODES:
             problems.append(
                 f"{path}: {where}.creationType: expected sameProcess or newProcess (findByURI is not supported), got {creation!r}"

@@ -169,7 +169,8 @@ class Checks:
     def provider(self) -> OidcProvider:
         assert self.access.jwt is not None
         if self._provider is None:
-            self._session = aiohttp.ClientSession()
+            # trust_env: HTTP_PROXY / HTTPS_PROXY / NO_PROXY apply to discovery and keys, as to any outbound HTTP.
+            self._session = aiohttp.ClientSession(trust_env=True)
             self._provider = OidcProvider(self.access.jwt, self._session)
         return self._provider
 
