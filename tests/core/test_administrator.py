@@ -15,6 +15,7 @@ from roadkit import __version__
 from roadkit.config import load_server
 from roadkit.plugins import Plugins
 from roadkit.process import allocator
+from roadkit.process.administrator import Administrator
 from roadkit.server import administrator
 from tests.core.conftest import StraightLineSource, free_port, make_service, write
 
@@ -273,4 +274,134 @@ async def test_the_admin_api_closes_a_connection_its_client_closes(tmp_path: Pat
     finally:
         for _, writer in clients:
             writer.close()
+        await admin.stop()
+
+
+async def test_restarts_asked_during_the_first_start_are_merged_into_one_after_it(tmp_path: Path, plugins: Plugins) -> None:
+    admin_port, service_port = free_port(), free_port()
+    admin = administrator(load_server(server_file(tmp_path, admin_port, service_port)), plugins)
+    gate = StraightLineSource.gate = asyncio.Event()
+    starting = asyncio.create_task(admin.start())
+    base = f"http://127.0.0.1:{admin_port}/admin/1.0.0"
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            for _ in range(200):  # the admin API answers while the source is still connecting
+                with contextlib.suppress(httpx.ConnectError):
+                    assert (await client.get(f"{base}/services/main")).json()["lifecycle"] == "starting"
+                    break
+                await asyncio.sleep(0.02)
+            restarts = [asyncio.create_task(client.get(f"{base}/services/main/restart")) for _ in range(5)]
+            await asyncio.sleep(0.5)
+            # The five wait for the first start to end: none started another connection.
+            assert not any(r.done() for r in restarts) and StraightLineSource.connections == 1
+            gate.set()
+            answers = await asyncio.gather(*restarts)
+            assert [a.status_code for a in answers] == [200] * 5
+            assert {a.json()["lifecycle"] for a in answers} == {"ready"}
+        # One start, then ONE restart for the five requests.
+        assert admin.handle("main").describe()["starts"] == 2
+        assert StraightLineSource.connections == 2
+    finally:
+        gate.set()
+        await starting
+        await admin.stop()
+
+
+def _certificate(folder: Path, *, days: tuple[int, int]) -> Path:
+    """A self-signed certificate for 127.0.0.1 valid from ``days[0]`` to ``days[1]`` days from now, beside its key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now + datetime.timedelta(days=days[0]))
+        .not_valid_after(now + datetime.timedelta(days=days[1]))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    (folder / "admin.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    path = folder / "admin.crt"
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return path
+
+
+def _https_admin(tmp_path: Path, plugins: Plugins, admin_port: int) -> Administrator:
+    path = server_file(tmp_path, admin_port, free_port())
+    text = path.read_text()
+    assert f"port = {admin_port}\n" in text
+    path.write_text(text.replace(f"port = {admin_port}\n", f'port = {admin_port}\ncertfile = "admin.crt"\nkeyfile = "admin.key"\n', 1))
+    return administrator(load_server(path), plugins)
+
+
+async def test_the_admin_api_serves_https_with_a_self_signed_certificate(tmp_path: Path, plugins: Plugins) -> None:
+    import ssl
+
+    cert = _certificate(tmp_path, days=(-1, 30))
+    admin_port = free_port()
+    admin = _https_admin(tmp_path, plugins, admin_port)
+    await admin.start()
+    health = f"https://127.0.0.1:{admin_port}/admin/1.0.0/health"
+    try:
+        # A client that trusts the certificate (as its CA) gets the admin API; the CLI does the same.
+        async with httpx.AsyncClient(verify=ssl.create_default_context(cafile=str(cert))) as client:
+            assert (await client.get(health)).json() == {"state": "green"}
+        async with httpx.AsyncClient() as client:  # the system's authorities don't know it
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.get(health)
+        async with httpx.AsyncClient() as client:  # no plain HTTP on the HTTPS port
+            with pytest.raises(httpx.HTTPError):
+                await client.get(health.replace("https://", "http://"))
+    finally:
+        await admin.stop()
+
+
+async def test_an_expired_admin_certificate_is_served_with_a_warning_and_refused_by_clients(
+    tmp_path: Path, plugins: Plugins, caplog: pytest.LogCaptureFixture
+) -> None:
+    import ssl
+
+    cert = _certificate(tmp_path, days=(-30, -1))
+    admin_port = free_port()
+    admin = _https_admin(tmp_path, plugins, admin_port)
+    # It starts: refusing would also stop the admin API, through which a new certificate is put in place.
+    await admin.start()
+    health = f"https://127.0.0.1:{admin_port}/admin/1.0.0/health"
+    try:
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "expired" in r.getMessage()]
+        assert warnings and all(f"the certificate {cert} expired on " in w for w in warnings)
+        async with httpx.AsyncClient(verify=ssl.create_default_context(cafile=str(cert))) as client:
+            with pytest.raises(httpx.ConnectError, match="certificate has expired"):
+                await client.get(health)
+        async with httpx.AsyncClient(verify=False) as client:  # what is served is that certificate
+            assert (await client.get(health)).status_code == 200
+    finally:
+        await admin.stop()
+
+
+async def test_an_admin_certificate_that_does_not_load_stops_the_start_naming_both_files(tmp_path: Path, plugins: Plugins) -> None:
+    cert = _certificate(tmp_path, days=(-1, 30))
+    (tmp_path / "other").mkdir()
+    _certificate(tmp_path / "other", days=(-1, 30))
+    (tmp_path / "admin.key").write_bytes((tmp_path / "other" / "admin.key").read_bytes())  # another certificate's key
+    admin_port = free_port()
+    admin = _https_admin(tmp_path, plugins, admin_port)
+    try:
+        with pytest.raises(OSError, match=f"can't load the certificate {cert} with the key {tmp_path / 'admin.key'}"):
+            await admin.start()
+    finally:
         await admin.stop()

@@ -12,6 +12,7 @@ from roadkit.config.models import max_workers
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
 from roadkit.serving.service import Service
+from roadkit.testing import service_client
 from tests.core.conftest import SOURCE, make_service, run, write
 
 
@@ -370,3 +371,31 @@ def test_a_file_larger_than_any_configuration_is_refused_without_being_read_whol
     with pytest.raises(ConfigurationError) as refused:
         ProjectionRegistry.from_folder(folder)
     assert f"{folder / 'huge.toml'}: larger than 16777216 bytes: not a configuration document" in refused.value.problems
+
+
+def test_only_source_and_resource_files_are_read_from_several_folders(tmp_path: Path, plugins: Plugins) -> None:
+    service = make_service(tmp_path, resource_sources='"a", "b"')
+    service.write_text(service.read_text().replace('sources = ["sources"]', 'sources = ["sources", "more/sources"]'))
+    write(tmp_path / "more" / "sources" / "b.source", SOURCE.format(id="b").replace('["car"]', '["pedestrian"]'))
+    # Files that would break the start if they were read: invalid, or defining the same ids again.
+    for folder, suffix in (("sources", "source"), ("more/sources", "source"), ("resources", "resource")):
+        for junk in (f"x.{suffix}.bak", f".x.{suffix}~", f"x.{suffix}~", f".x.{suffix}", f"._x.{suffix}", "README", f"x.{suffix}.swp"):
+            write(tmp_path / folder / junk, "not = [toml")
+        write(tmp_path / folder / f"old.{suffix}.bak", SOURCE.format(id="a"))
+        (tmp_path / folder / f"sub.{suffix}").mkdir()
+        write(tmp_path / folder / f"sub.{suffix}" / f"y.{suffix}", "not = [toml")
+    loaded = Service(load_service(service), plugins)
+    loaded.load()
+    assert list(loaded.sources) == ["a", "b"]
+    with service_client(service, plugins) as client:
+        caps = client.get("/simple/1.0.0/getcapabilities").json()
+        assert [r["id"] for r in caps["resources"]] == ["lines"]
+        # One resource over the sources of both folders: each profile is computed by its folder's source.
+        for profile in ("car", "pedestrian"):
+            route = client.get("/simple/1.0.0/route", params={"resource": "lines", "start": "0,0", "end": "1,1", "profile": profile})
+            assert route.status_code == 200 and route.json()["profile"] == profile, route.text
+    # An id defined again in the other folder, differently, is an error naming both files.
+    again = write(tmp_path / "more" / "sources" / "a.source", SOURCE.format(id="a") + 'description = "another a"\n')
+    assert problems_of(Service(load_service(service), plugins).load) == [
+        f"{again}: id: source id 'a' is already defined in {tmp_path / 'sources' / 'a.source'}"
+    ]

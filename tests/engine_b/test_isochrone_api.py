@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from shapely.geometry import Point, Polygon, shape
 from starlette.testclient import TestClient
 
 from roadkit.routing.geometry import decode_polyline
+from tests.engine_b.conftest import client_of
 
 ISOCHRONE = "/simple/1.0.0/isochrone"
 BASE = {"resource": "monaco-valhalla", "point": "7.41337,43.72956", "costType": "time", "costValue": "300"}
@@ -278,3 +280,30 @@ def test_the_document_gives_the_largest_cost_value_in_each_unit(client: TestClie
     }
     route = json.dumps(document["paths"]["/route"]) + json.dumps(schemas)
     assert "190[1-9]" in route, "date_time: the years Valhalla reads (1901 to 9999)"
+
+
+def test_isochrone_nearest_and_matrix_routes_rename_their_paths(valhalla_example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ISOCHRONE_ROUTE", "isochrones")
+    monkeypatch.setenv("NEAREST_ROUTE", "/plus-proche/")  # Road2's values may carry slashes
+    monkeypatch.setenv("MATRIX_ROUTE", "matrice")
+    with client_of(valhalla_example) as renamed:
+        caps = renamed.get("/simple/1.0.0/getcapabilities").json()
+        urls = [op["url"].rsplit("/", 1)[1] for op in caps["operations"]]
+        assert urls == ["route?", "isochrones?", "plus-proche?", "matrice?"]
+        assert renamed.get("/simple/1.0.0/isochrones", params=BASE).json()["costValue"] == 300
+        assert renamed.post("/simple/1.0.0/isochrones", json=BASE).status_code == 200
+        nearest = renamed.get("/simple/1.0.0/plus-proche", params={"resource": "monaco-valhalla", "coordinates": BASE["point"]})
+        assert nearest.status_code == 200 and len(nearest.json()["points"]) == 1
+        matrix = renamed.get("/simple/1.0.0/matrice", params={"resource": "monaco-valhalla", "sources": BASE["point"] + "|7.4246,43.7383"})
+        assert matrix.status_code == 200, matrix.text
+        for old in ("isochrone", "nearest", "matrix"):
+            assert renamed.get(f"/simple/1.0.0/{old}", params=BASE).status_code == 404
+        assert (
+            renamed.get(
+                "/simple/1.0.0/route", params={"resource": "monaco-valhalla", "start": BASE["point"], "end": "7.4246,43.7383"}
+            ).status_code
+            == 200
+        )
+        paths = renamed.get("/simple/1.0.0/openapi.json").json()["paths"]
+        assert {"/isochrones", "/plus-proche", "/matrice"} <= set(paths)
+        assert not {"/isochrone", "/nearest", "/matrix"} & set(paths)

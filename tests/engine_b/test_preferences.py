@@ -120,8 +120,8 @@ def test_a_preference_the_profile_does_not_read_is_a_400(prefs: TestClient) -> N
     )
     assert response.status_code == 400
     assert response.json()["error"]["message"] == (
-        "Parameter 'constraints' is invalid: avoid roads=autoroute can't be applied to "
-        "profile 'pedestrian' (Valhalla costing pedestrian has no use_highways option)"
+        "Parameter 'constraints' is invalid: avoid roads=autoroute can't be applied with profile 'pedestrian' "
+        "and optimization 'fastest' on this resource (Valhalla costing pedestrian has no use_highways option)"
     )
 
 
@@ -153,3 +153,54 @@ def test_a_preference_valhalla_has_no_weight_for_is_refused_in_the_configuration
         "'monaco-valhalla' (valhalla): Valhalla weighs only exclude_ferries, exclude_highways, exclude_tolls or a use_* costing option; "
         "field 'exclude_tunnels' has no preference weight (allow only banned for it)",
     ]
+
+
+def _constraints_entry(client: TestClient, op: str) -> Any:
+    resource = client.get("/simple/1.0.0/getcapabilities").json()["resources"][0]
+    operation = next(o for o in resource["availableOperations"] if o["id"] == op)
+    return next(p for p in operation["availableParameters"] if p["id"] == "constraints")["values"]
+
+
+def test_capabilities_list_per_profile_the_preferences_its_costing_reads(prefs: TestClient) -> None:
+    values = _constraints_entry(prefs, "route")
+    per_profile = {(e["profile"], e["optimization"]): e["keys"] for e in values["perProfile"]}
+    assert set(per_profile) == {
+        ("car", "fastest"),
+        ("car", "shortest"),
+        ("pedestrian", "fastest"),
+        ("pedestrian", "shortest"),
+        ("multimodal", "fastest"),
+    }
+    assert per_profile["car", "fastest"] == values["keys"]  # auto reads use_highways and use_tolls
+    way_type = values["keys"][0]
+    # The pedestrian costings weigh neither motorways nor tolls: only the bans are left of the key "roads".
+    for cost in (("pedestrian", "fastest"), ("pedestrian", "shortest"), ("multimodal", "fastest")):
+        assert per_profile[cost] == [
+            way_type,
+            {"key": "roads", "availableConstraintType": ["banned"], "availableOperators": ["="], "values": ["autoroute", "peage"]},
+        ]
+    # The demo's resource bans only: every profile gets every key, so no perProfile is listed.
+    isochrone = _constraints_entry(prefs, "isochrone")
+    assert "perProfile" not in isochrone and "bannedCombinations" not in isochrone
+
+
+def test_every_constraint_listed_for_a_profile_is_applied_and_no_other(prefs: TestClient) -> None:
+    values = _constraints_entry(prefs, "route")
+    checked = refused = 0
+    for entry in values["perProfile"]:
+        listed = {(k["key"], t, v) for k in entry["keys"] for t in k["availableConstraintType"] for v in k["values"]}
+        for key in values["keys"]:
+            for ctype in key["availableConstraintType"]:
+                for value in key["values"]:
+                    body = {"constraintType": ctype, "key": key["key"], "operator": "=", "value": value}
+                    params = {"resource": "monaco-valhalla", "profile": entry["profile"], "optimization": entry["optimization"]}
+                    params.update(getSteps="false", start="7.41983,43.73115", end="7.4226,43.7352", constraints=json.dumps(body))
+                    response = prefs.get(ROUTE, params=params)
+                    if (key["key"], ctype, value) in listed:
+                        assert response.status_code in (200, 404), (params, response.text)  # 404: no path without those ways
+                        checked += 1
+                    else:
+                        assert response.status_code == 400, (params, response.text)
+                        assert "Parameter 'constraints' is invalid" in response.json()["error"]["message"]
+                        refused += 1
+    assert (checked, refused) == (5 * 5 + 5 * 2 + 2 * 4, 3 * 4)

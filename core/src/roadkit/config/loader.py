@@ -555,7 +555,8 @@ def _files(folders: Iterable[Path], suffix: str) -> list[Path]:
     paths: list[Path] = []
     for folder in folders:
         if folder.is_dir():
-            paths.extend(sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(suffix)))
+            # Hidden files are an editor's or a copy's (macOS writes "._x.source" beside "x.source").
+            paths.extend(sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(suffix) and not p.name.startswith(".")))
     return paths
 
 

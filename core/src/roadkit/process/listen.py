@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import datetime
 import logging
 import os
 import socket
@@ -320,11 +321,13 @@ class SocketServer:
         config = copy.copy(self.config)
         config.certfile, config.keyfile = str(listener.certfile), str(listener.keyfile)
         try:
-            return config.create_ssl_context()
+            context = config.create_ssl_context()
         except ssl.SSLError as exc:
             raise OSError(
                 f"{listener.bind}: can't load the certificate {listener.certfile} with the key {listener.keyfile}: {exc}"
             ) from None
+        _warn_out_of_dates(listener)
+        return context
 
     async def stop(self) -> None:
         """Stop accepting, let just-accepted connections send their request, finish what is in flight."""
@@ -552,3 +555,33 @@ class _Uvicorn:
             self._clock.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.lifespan.shutdown(), 5.0)
+
+
+def _warn_out_of_dates(listener: Listener) -> None:
+    """A warning for a certificate outside its validity dates, which is served all the same.
+
+    Refusing to start would take the admin API down with the service, though it is how a new
+    certificate is put in place; clients that check certificates refuse this one meanwhile.
+    """
+    from cryptography import x509
+
+    try:
+        with open(str(listener.certfile), "rb") as file:
+            cert = x509.load_pem_x509_certificate(file.read())
+    except (OSError, ValueError):
+        return  # loaded by OpenSSL all the same (another encoding): nothing to say about its dates
+    now = datetime.datetime.now(datetime.UTC)
+    if cert.not_valid_after_utc < now:
+        log.warning(
+            "%s: the certificate %s expired on %s: clients that check certificates refuse it",
+            listener.bind,
+            listener.certfile,
+            cert.not_valid_after_utc.isoformat(),
+        )
+    elif cert.not_valid_before_utc > now:
+        log.warning(
+            "%s: the certificate %s is valid only from %s: clients that check certificates refuse it until then",
+            listener.bind,
+            listener.certfile,
+            cert.not_valid_before_utc.isoformat(),
+        )

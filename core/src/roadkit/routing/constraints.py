@@ -17,7 +17,7 @@ import attrs
 
 from roadkit.config.models import ResourceConfig
 from roadkit.errors import ParameterInvalid
-from roadkit.routing.model import Constraint
+from roadkit.routing.model import Constraint, Cost
 from roadkit.routing.operations import OPERATIONS
 from roadkit.routing.parameters import ConstraintKey, ConstraintParameter, Parameter, build_parameter
 from roadkit.routing.source import Source
@@ -107,13 +107,21 @@ def learn_bans(parameter: ConstraintParameter, sources: Sequence[Source], where:
     return attrs.evolve(parameter, bans=tuple(supports))
 
 
-def check_bans(parameter: Parameter, source: Source, constraints: Sequence[Constraint], context: str) -> None:
-    """A 400 naming ``constraints`` when the source can't apply these banned values together.
+def check_bans(parameter: Parameter, source: Source, constraints: Sequence[Constraint], cost: Cost, context: str) -> None:
+    """A 400 naming ``constraints`` when the source can't apply one of them with ``cost``, or these banned values together.
 
     ``context`` says which cost was asked (``profile 'car' and optimization 'fastest'``).
     """
     if not isinstance(parameter, ConstraintParameter):
         return
+    for constraint in constraints:
+        key = parameter.keys.get(constraint.key.lower())
+        problem = None if key is None else source.cost_constraint_problem(cost, constraint.type, key.key_type, constraint.field)
+        if problem:
+            raise ParameterInvalid(
+                "constraints",
+                f"{constraint.type} {constraint.key}={constraint.value} can't be applied with {context} on this resource ({problem})",
+            )
     fields = frozenset(c.field for c in constraints if c.type == "banned" and c.field)
     for support in parameter.bans:
         if support.source is source and not support.accepts(fields):
@@ -154,4 +162,48 @@ def bans_capability(parameter: ConstraintParameter, op: str) -> list[dict[str, A
             second = ("optimization", cost.optimization) if op == "route" else ("costType", cost.cost_type)
             if second[1]:
                 entries.append({"profile": cost.profile, second[0]: second[1], "combinations": combinations})
+    return entries
+
+
+def _applies(parameter: ConstraintParameter, source: Source, cost: Cost, ctype: str, key: ConstraintKey, field: str | None) -> bool:
+    """Whether a request with ``cost`` gets this one constraint applied (not a 400)."""
+    if source.cost_constraint_problem(cost, ctype, key.key_type, field):
+        return False
+    if ctype != "banned" or not field:
+        return True
+    return all(s.accepts(frozenset({field})) for s in parameter.bans if s.source is source)
+
+
+def keys_for_cost(parameter: ConstraintParameter, source: Source, cost: Cost) -> list[dict[str, Any]]:
+    """The resource's key descriptors (Road2's shape) reduced to what a request with ``cost`` gets applied.
+
+    A key whose values allow different constraint types is described once per group of values.
+    """
+    described: list[dict[str, Any]] = []
+    for key in parameter.keys.values():
+        if key.numeric or not key.values:
+            applied = [t for t in key.types if _applies(parameter, source, cost, t, key, key.field)]
+            if applied:
+                described.append({**key.capability(), "availableConstraintType": applied})
+            continue
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for value, entry in key.values.items():
+            field = entry.get("field")
+            types = tuple(t for t in key.types if _applies(parameter, source, cost, t, key, field if isinstance(field, str) else None))
+            if types:
+                groups.setdefault(types, []).append(value)
+        for types, values in groups.items():
+            described.append({**key.capability(), "availableConstraintType": list(types), "values": values})
+    return described
+
+
+def constraints_per_profile(parameter: ConstraintParameter, costs: Sequence[tuple[Cost, Source]], op: str) -> list[dict[str, Any]]:
+    """Per cost, the keys a request gets applied; empty when every cost gets every key the resource lists."""
+    listed = [key.capability() for key in parameter.keys.values()]
+    entries = []
+    for cost, source in costs:
+        second = ("costType", cost.cost_type) if op == "isochrone" else ("optimization", cost.optimization)
+        entries.append({"profile": cost.profile, second[0]: second[1], "keys": keys_for_cost(parameter, source, cost)})
+    if all(entry["keys"] == listed for entry in entries):
+        return []
     return entries

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from roadkit.config.models import ResourceConfig
 from roadkit.errors import OperationNotPermitted, ParametersNotCompatible
-from roadkit.routing.constraints import bans_capability, check_constraint_types, learn_bans
+from roadkit.routing.constraints import bans_capability, check_constraint_types, constraints_per_profile, learn_bans
 from roadkit.routing.geometry import GEOMETRY_FORMATS
+from roadkit.routing.model import Cost, CostType
 from roadkit.routing.operations import MATRIX_MOST_CELLS, MATRIX_MOST_SOURCES, MATRIX_MOST_TARGETS, OPERATIONS
-from roadkit.routing.parameters import ConstraintParameter, Parameter, PointParameter, build_parameter
+from roadkit.routing.parameters import ConstraintParameter, EnumParameter, Parameter, PointParameter, build_parameter
 from roadkit.routing.projections import ProjectionRegistry
 from roadkit.routing.source import Source
 from roadkit.routing.units import UnitRegistry
@@ -207,21 +208,40 @@ def matrix_limits(settings: Any, where: str, problems: list[str]) -> dict[str, i
     return limits
 
 
-def _capability(parameter: Parameter, op: str) -> dict[str, Any]:
+def _offered_costs(resource: Resource, op: ResourceOperation) -> list[tuple[Cost, Source]]:
+    """The costs a request of ``op`` may ask (the operation's profile and optimization or costType values allow them)."""
+
+    def allows(name: str, value: str) -> bool:
+        param = op.parameters.get(name)
+        return not isinstance(param, EnumParameter) or not param.values or value in param.values
+
+    if op.id == "isochrone":
+        return [
+            (Cost(p, cost_type=cast("CostType", c)), s)
+            for (p, c), s in resource.isochrone_index.items()
+            if allows("profile", p) and allows("costType", c)
+        ]
+    return [(Cost(p, o), s) for (p, o), s in resource.route_index.items() if allows("profile", p) and allows("optimization", o)]
+
+
+def _capability(parameter: Parameter, op: ResourceOperation, resource: Resource) -> dict[str, Any]:
     entry = parameter.capability()
-    if op == "matrix" and isinstance(parameter, PointParameter):
+    if op.id == "matrix" and isinstance(parameter, PointParameter):
         entry["min"], entry["max"] = parameter.spec.min, parameter.spec.max
     if isinstance(parameter, ConstraintParameter):
-        combinations = bans_capability(parameter, op)
+        combinations = bans_capability(parameter, op.id)
         if combinations:  # only engines that ban some combinations only (OSRM) restrict them
             entry["values"]["bannedCombinations"] = combinations
+        per_profile = constraints_per_profile(parameter, _offered_costs(resource, op), op.id)
+        if per_profile:  # only where some profile gets less than the keys above
+            entry["values"]["perProfile"] = per_profile
     return entry
 
 
-def _parameters_of(op: ResourceOperation, resource_id: str) -> list[dict[str, Any]]:
-    entries = [{"id": "resource", "values": [resource_id]}]
+def _parameters_of(op: ResourceOperation, resource: Resource) -> list[dict[str, Any]]:
+    entries = [{"id": "resource", "values": [resource.id]}]
     for parameter in op.parameters.values():
-        entry = _capability(parameter, op.id)
+        entry = _capability(parameter, op, resource)
         if op.id == "isochrone" and entry["id"] == "crs":
             entries.append({**entry, "id": "projection"})  # Road2's name for the isochrone's crs, crs beside it
         entries.append(entry)
@@ -237,7 +257,7 @@ def capabilities_of(resource: Resource) -> dict[str, Any]:
             {
                 "id": op.id,
                 **({"limits": dict(op.limits)} if op.limits else {}),
-                "availableParameters": _parameters_of(op, resource.id),
+                "availableParameters": _parameters_of(op, resource),
             }
             for op in resource.operations.values()
         ],

@@ -190,6 +190,12 @@ class Source:
         """The version of the data this source computes on (the file's ``version``; None: unversioned)."""
         return self.config.version
 
+    @property
+    def vehicle_limits(self) -> Mapping[str, float]:
+        """The vehicle dimensions (``height`` in metres, ``weight`` in tonnes) the engine keeps a route
+        within (``RouteRequest.vehicle``), each with the largest value it reads; empty: none."""
+        return {}
+
     @classmethod
     def parse_options(cls, config: SourceConfig) -> Any:
         """The kind-specific options of ``config`` (a ConfigurationError names file and key)."""
@@ -286,6 +292,15 @@ class Source:
 
         A resource key that allows a constraint type one of its sources never applies is refused in
         the configuration, so that the capabilities only advertise what requests get.
+        """
+        return None
+
+    def cost_constraint_problem(self, cost: Cost, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        """Why a request with ``cost`` can't get a ``constraint_type`` constraint on ``field`` (None: it can).
+
+        For a constraint the source applies with some of its costs only (Valhalla's pedestrian costing
+        weighs no motorways): such a request is a 400 naming ``constraints``, and the capabilities
+        list per profile what each cost applies.
         """
         return None
 

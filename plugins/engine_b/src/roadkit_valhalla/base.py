@@ -112,6 +112,11 @@ class ValhallaBase(Source, NativeSource):
         costs: tuple[ValhallaCost, ...] = options.costs
         self.cost_table = CostTable(self.id, costs)
 
+    @property
+    def vehicle_limits(self) -> Mapping[str, float]:
+        """Routes for a vehicle's height and weight: Valhalla's truck costing (translate.vehicle_costing)."""
+        return translate.TRUCK_LIMITS
+
     @staticmethod
     def check_projection(config: SourceConfig) -> None:
         """Valhalla works in EPSG:4326 only: any other projection is a configuration error."""
@@ -147,6 +152,16 @@ class ValhallaBase(Source, NativeSource):
         costings = {cost.costing for cost in self.valhalla_costs}
         if not any(option in PREFERENCES_OF_COSTING.get(costing, frozenset()) for costing in costings):
             return f"none of the source's costings ({', '.join(sorted(costings))}) reads {option}"
+        return None
+
+    def cost_constraint_problem(self, cost: Cost, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        if constraint_type == "banned":
+            return None
+        # The same rule as translate.costing_options, which refuses the request if this one misses it.
+        costing = self.resolve_cost(cost).costing
+        option = preference_option(field)
+        if option is None or option not in PREFERENCES_OF_COSTING.get(costing, frozenset()):
+            return f"Valhalla costing {costing} has no {option or 'preference'} option"
         return None
 
     async def ask(

@@ -19,12 +19,13 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
 from roadkit.errors import RoadkitError
 from roadkit.routing.constraints import check_bans
+from roadkit.routing.model import Cost, CostType
 from roadkit.routing.operations import OPERATIONS, ParameterSpec
 from roadkit.routing.parameters import (
     BoolParameter,
@@ -205,7 +206,9 @@ def constraint_texts(param: ConstraintParameter) -> list[dict[str, Any]]:
     return found
 
 
-def constraint_schema(param: ConstraintParameter, resource: Resource, source: Any, context: str, *, post: bool) -> dict[str, Any] | None:
+def constraint_schema(
+    param: ConstraintParameter, resource: Resource, source: Any, cost: Cost, context: str, *, post: bool
+) -> dict[str, Any] | None:
     """The constraint lists ``source`` applies: each list as '|'-joined compact JSON (GET) or an array (POST)."""
     singles = constraint_texts(param)
     if not singles:
@@ -220,7 +223,7 @@ def constraint_schema(param: ConstraintParameter, resource: Resource, source: An
         for combo in itertools.product(singles, repeat=size):
             try:
                 parsed = [param.parse(c) for c in combo]
-                check_bans(param, source, parsed, context)
+                check_bans(param, source, parsed, cost, context)
             except RoadkitError:
                 continue
             accepted.append(combo)
@@ -355,7 +358,10 @@ def variants(service: ServiceView, resource: Resource, op: str, *, post: bool, s
             if name == "costValue" and most is not None and isinstance(param, NumberParameter):
                 param = attrs.evolve(param, max=most if param.max is None else min(param.max, most))
             if isinstance(param, ConstraintParameter):
-                schema = constraint_schema(param, resource, source, context, post=post)
+                cost = (
+                    Cost(str(profile), second) if second_name == "optimization" else Cost(str(profile), cost_type=cast("CostType", second))
+                )
+                schema = constraint_schema(param, resource, source, cost, context, post=post)
             else:
                 schema = parameter_schema(service, param, crs, post=post)
             if schema is None:

@@ -61,7 +61,13 @@ async def route(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
     distance_unit = inputs.value("distanceUnit")
     date_time = _engine_date(inputs.date_time(), source)
     constraints = inputs.values("constraints")
-    check_bans(resource.operation("route")["constraints"], source, constraints, f"profile '{profile}' and optimization '{optimization}'")
+    check_bans(
+        resource.operation("route")["constraints"],
+        source,
+        constraints,
+        Cost(profile, optimization),
+        f"profile '{profile}' and optimization '{optimization}'",
+    )
 
     points = service.projections.transform([start, *intermediates, end], crs, source.projection)
     # Nothing needs the coordinates: the engine may write the polyline itself (OSRM does).
@@ -180,7 +186,13 @@ async def isochrone(service: ServiceView, params: dict[str, Any]) -> dict[str, A
         if any(v > most for v in values):
             raise ParameterInvalid("costValue", f"expected at most {most:g} ({unit}): the engine computes no larger {cost_type} isochrone")
     constraints = inputs.values("constraints")
-    check_bans(resource.operation("isochrone")["constraints"], source, constraints, f"profile '{profile}' and costType '{cost_type}'")
+    check_bans(
+        resource.operation("isochrone")["constraints"],
+        source,
+        constraints,
+        Cost(profile, cost_type=cost_type),
+        f"profile '{profile}' and costType '{cost_type}'",
+    )
     asked = [service.units.to_engine(unit, round(v, 1), cost_type, parameter=unit_name) for v in values]
     # The engine computes each value once (a value given twice, or two that round alike, share a contour):
     # the document can't say "distinct" of a '|'-separated text, so the same value twice is no error.
@@ -252,7 +264,9 @@ async def matrix(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]
     distance_unit = inputs.value("distanceUnit")
     date_time = _engine_date(inputs.date_time(), source)
     constraints = inputs.values("constraints")
-    check_bans(operation["constraints"], source, constraints, f"profile '{profile}' and optimization '{optimization}'")
+    check_bans(
+        operation["constraints"], source, constraints, Cost(profile, optimization), f"profile '{profile}' and optimization '{optimization}'"
+    )
 
     project = service.projections.transform
     engine_sources = tuple(project(sources, crs, source.projection))
