@@ -55,7 +55,8 @@ OSRM_ONLY = ("*valhalla*", "*pgrouting*", "gtfs")
 def osrm_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Monaco example (OSRM sources only) whose datasets live in the cache, built when missing."""
     sources = sorted((EXAMPLE / "sources").glob("monaco-*-*.source"))
-    key = content_key(MONACO_PBF, version("osrm-bindings"), *[p for p in sources if "valhalla" not in p.name])
+    profiles = sorted((EXAMPLE / "profiles").glob("*.lua"))  # a changed profile builds new datasets
+    key = content_key(MONACO_PBF, version("osrm-bindings"), *[p for p in sources if "valhalla" not in p.name], *profiles)
     data = cache_root() / f"osrm-monaco-{key}"
     data.mkdir(parents=True, exist_ok=True)
     example = copy_example(tmp_path_factory.mktemp("monaco"), data, OSRM_ONLY)

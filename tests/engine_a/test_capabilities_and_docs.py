@@ -41,7 +41,12 @@ def test_capabilities_describe_service_operations_and_resources(client: TestClie
     assert params["getSteps"]["defaultValue"] is True
     keys = params["constraints"]["values"]["keys"]
     assert keys == [
-        {"key": "waytype", "availableConstraintType": ["banned"], "availableOperators": ["="], "values": ["autoroute", "peage", "bac"]}
+        {
+            "key": "waytype",
+            "availableConstraintType": ["banned"],
+            "availableOperators": ["="],
+            "values": ["autoroute", "peage", "bac", "tunnel", "pont"],
+        }
     ]
     nearest = {p["id"]: p for p in resource["availableOperations"][1]["availableParameters"]}
     assert nearest["nbPoints"]["values"] == {"min": 1, "max": 10}

@@ -40,6 +40,23 @@ def test_a_ban_combination_the_car_dataset_lacks_is_a_400_and_the_source_stays_g
     assert client.post(ROUTE, json={**BASE, "constraints": [ban("peage")]}).status_code == 200
 
 
+def test_tunnels_and_bridges_are_banned_with_the_combinations_the_demo_profile_declares(client: TestClient) -> None:
+    # From the north-east of Monaco to its south-west: the fastest car route takes tunnels and a bridge.
+    trip = {**BASE, "start": "7.4246,43.7383", "end": "7.41983,43.73115"}
+
+    def distance(*values: str) -> float:
+        response = client.post(ROUTE, json={**trip, **({"constraints": [ban(v) for v in values]} if values else {})})
+        assert response.status_code == 200, response.text
+        return float(response.json()["distance"])
+
+    # Each ban changes the route (so none is ignored): 2416 m, 2597 m, 1340 m and 1521 m.
+    assert len({distance(), distance("pont"), distance("autoroute", "tunnel"), distance("autoroute", "tunnel", "pont")}) == 4
+    # A combination the profile does not declare is a 400 that lists those it does.
+    response = client.post(ROUTE, json={**trip, "constraints": [ban("tunnel")]})
+    assert response.status_code == 400, response.text
+    assert "waytype=autoroute + waytype=tunnel + waytype=pont" in response.json()["error"]["message"]
+
+
 def test_any_ban_on_the_pedestrian_dataset_is_a_400_and_the_source_stays_green(client: TestClient) -> None:
     response = client.get(ROUTE, params={**BASE, "profile": "pedestrian", "constraints": json.dumps(ban("autoroute"))})
     assert response.status_code == 400, response.text
@@ -52,10 +69,14 @@ def test_capabilities_advertise_the_ban_combinations_each_dataset_applies(client
     resource = next(r for r in client.get("/simple/1.0.0/getcapabilities").json()["resources"] if r["id"] == "monaco-osrm")
     route = next(op for op in resource["availableOperations"] if op["id"] == "route")
     constraints = next(p for p in route["availableParameters"] if p["id"] == "constraints")
-    one_at_a_time = [[{"key": "waytype", "value": v}] for v in ("autoroute", "peage", "bac")]
+    # Those the demo's car profile declares (profiles/car-bans.lua): no more, no fewer.
+    declared = [
+        [{"key": "waytype", "value": v} for v in values]
+        for values in (["autoroute"], ["peage"], ["bac"], ["pont"], ["autoroute", "tunnel"], ["autoroute", "tunnel", "pont"])
+    ]
     assert constraints["values"]["bannedCombinations"] == [
-        {"profile": "car", "optimization": "fastest", "combinations": one_at_a_time},
-        {"profile": "car", "optimization": "shortest", "combinations": one_at_a_time},
+        {"profile": "car", "optimization": "fastest", "combinations": declared},
+        {"profile": "car", "optimization": "shortest", "combinations": declared},
         {"profile": "pedestrian", "optimization": "fastest", "combinations": []},
     ]
 
@@ -83,9 +104,12 @@ def test_an_engine_refusal_reaching_the_source_is_a_400_without_a_state_change(o
                 await source.route(RouteRequest(((7.41337, 43.72956), (7.41983, 43.73115)), Cost("car", "fastest"), constraints=both))
             assert caught.value.parameter == "constraints"
             assert str(source.state) == "green" and source.reason == ""
-            assert sorted(map(sorted, source.supported_bans(["motorway", "toll", "ferry", "tunnel"], 3) or [])) == [
+            assert sorted(map(sorted, source.supported_bans(["motorway", "toll", "ferry", "tunnel", "bridge"], 3) or [])) == [
+                ["bridge"],
+                ["bridge", "motorway", "tunnel"],
                 ["ferry"],
                 ["motorway"],
+                ["motorway", "tunnel"],
                 ["toll"],
             ]
         finally:

@@ -54,6 +54,40 @@ def test_prepare_built_every_dataset_with_its_algorithm(osrm_datasets: dict[str,
     assert dataset_ready(osrm_datasets["pedestrian-fastest"], "MLD")
 
 
+def test_prepare_builds_a_dataset_again_when_its_profile_changes(osrm_example: Path, tmp_path: Path) -> None:
+    from roadkit.routing.source import Progress
+
+    # A profile of one's own in another folder, that requires the shipped car profile (as the demo's does).
+    profile = tmp_path / "profiles" / "car-bans.lua"
+    profile.parent.mkdir()
+    profile.write_text((osrm_example / "profiles" / "car-bans.lua").read_text())
+    source_file = tmp_path / "sources" / "car.source"
+    source_file.parent.mkdir()
+    source_file.write_text(
+        (osrm_example / "sources" / "monaco-car-fastest.source")
+        .read_text()
+        .replace("../data/osrm/car-fastest/monaco.osrm", "../data/monaco.osrm")
+        .replace('"../monaco.osm.pbf"', repr(str((osrm_example / "monaco.osm.pbf").resolve())))
+    )
+    config = read_source(source_file)
+    options = OsrmSource.parse_options(config)
+    assert options.preparation is not None and options.preparation.profile == str(profile)
+    steps: list[str] = []
+
+    def prepare() -> bool:
+        return OsrmSource.prepare(config, options, force=False, progress=Progress(steps.append))
+
+    assert prepare() and dataset_ready(tmp_path / "data" / "monaco.osrm", "CH")
+    assert not prepare()  # the same profile: up to date
+    profile.write_text(profile.read_text() + "-- changed\n")
+    assert prepare()
+    assert any("was built with another profile" in step for step in steps), steps
+    assert not prepare()
+    (tmp_path / "data" / "monaco.osrm.inputs").unlink()  # built by hand: kept as it is
+    profile.write_text(profile.read_text() + "-- changed again\n")
+    assert not prepare()
+
+
 @pytest.mark.parametrize(("name", "algorithm"), [("car-fastest", "CH"), ("car-shortest", "CH"), ("pedestrian-fastest", "MLD")])
 async def test_route_equals_a_direct_osrm_call(osrm_example: Path, osrm_datasets: dict[str, Path], name: str, algorithm: str) -> None:
     source = await _source(osrm_example, name)

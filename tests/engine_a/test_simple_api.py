@@ -109,7 +109,10 @@ def test_constraints_ban_a_way_type(client: TestClient) -> None:
         ('{"constraintType":"banned","key":"nope","operator":"=","value":"autoroute"}', "key: expected one of waytype"),
         ('{"constraintType":"prefer","key":"wayType","operator":"=","value":"autoroute"}', "constraintType: expected one of banned"),
         ('{"constraintType":"banned","key":"wayType","operator":">","value":"autoroute"}', "operator: expected one of ="),
-        ('{"constraintType":"banned","key":"wayType","operator":"=","value":"tunnel"}', "value: expected one of autoroute, peage, bac"),
+        (
+            '{"constraintType":"banned","key":"wayType","operator":"=","value":"viaduc"}',
+            "value: expected one of autoroute, peage, bac, tunnel, pont",
+        ),
     ],
 )
 def test_invalid_constraints_are_rejected(client: TestClient, constraint: str, expected: str) -> None:

@@ -10,8 +10,7 @@ Road2's tolerances: distance within 100 m, start and end within 10 m, the geomet
 of the reference's; as in Road2, pgRouting's "Route normale" is compared with the OSRM route's reference.
 
 Scenarios not run are in ``NOT_RUN`` with the reason (a test checks that they are exactly the rows left
-out); ``ADAPTED`` holds those run with roadkit's answer where it differs from Road2's on purpose, and
-``XFAIL_S2`` those waiting for changes under way.
+out); ``ADAPTED`` holds those run with roadkit's answer where it differs from Road2's on purpose.
 """
 
 from __future__ import annotations
@@ -2260,22 +2259,6 @@ ADAPTED: dict[tuple[str, str, str], tuple[int, str, str]] = {
     ),
 }
 
-OSRM_BANS = "S2: the demo's OSRM resource accepts the banned way types Road2's scenarios send (pont, tunnel)"
-#: Scenarios that fail until S2's changes land (issue 34 part 2): why.
-XFAIL_S2: dict[tuple[str, str, str], str] = {
-    ("req-data-bduni-osrm", "[GET] [simple/1.0.0] Route qui doit passer sur un pont mais en interdisant les ponts", "GET"): OSRM_BANS,
-    **{
-        (
-            "req-simple-1.0.0-osrm",
-            f"[{method}] Route sur l'API simple 1.0.0 avec {count} contraintes sur une ressource OSRM",
-            method,
-        ): OSRM_BANS
-        for method in ("GET", "POST")
-        for count in ("deux", "trois")
-    },
-}
-
-
 def run_list() -> tuple[list[Any], set[tuple[str, str, str, int]]]:
     """The (scenario, method) pairs to run as pytest params, and the keys of those left out."""
     params: list[Any] = []
@@ -2294,9 +2277,7 @@ def run_list() -> tuple[list[Any], set[tuple[str, str, str, int]]]:
             while test_id in seen:  # Road2 has a few scenarios of the same name
                 test_id += " (bis)"
             seen.add(test_id)
-            reason = XFAIL_S2.get((scenario.feature, scenario.name, method))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            params.append(pytest.param(scenario, method, id=test_id, marks=marks))
+            params.append(pytest.param(scenario, method, id=test_id))
     return params, left_out
 
 
@@ -2305,7 +2286,7 @@ def test_the_scenarios_not_run_are_exactly_those_listed_with_a_reason() -> None:
     assert left_out == set(NOT_RUN)
     assert all(reason for reason in NOT_RUN.values())
     runs = {(s.feature, s.name, method) for s in SCENARIOS for method in s.methods.split("+")}
-    assert set(ADAPTED) | set(XFAIL_S2) <= runs, (set(ADAPTED) | set(XFAIL_S2)) - runs
+    assert set(ADAPTED) <= runs, set(ADAPTED) - runs
 
 
 # -- requests ---------------------------------------------------------------------------------

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 
 from roadkit.contract.sources import Command, Progress, RoadkitError
@@ -32,29 +34,64 @@ def dataset_ready(base: Path, algorithm: str) -> bool:
     return all(path.exists() for path in dataset_files(base, algorithm))
 
 
-def profile_script(profile: str, weight: str | None, workdir: Path) -> Path:
-    """The Lua profile to extract with: a shipped one, a file, or a wrapper that sets ``weight_name``."""
+def profile_path(profile: str) -> Path:
+    """The Lua file of ``profile``: a shipped profile's name (``car``) or a ``.lua`` file."""
     path = Path(profile) if profile.endswith(".lua") else profiles_dir() / f"{profile}.lua"
     if not path.is_file():
         shipped = ", ".join(sorted(p.stem for p in profiles_dir().glob("*.lua")))
         raise RoadkitError(f"OSRM profile {profile!r} not found (shipped profiles: {shipped})", code="profile_not_found", status=400)
-    if weight is None:
+    return path
+
+
+def profile_script(profile: str, weight: str | None, workdir: Path) -> Path:
+    """The Lua profile to extract with: a shipped one, or a wrapper that finds the shipped ones and sets ``weight_name``."""
+    path = profile_path(profile).resolve()
+    if weight is None and path.parent == profiles_dir().resolve():
         return path
-    # OSRM resolves a profile's require() calls against its own folder: keep that folder on the
-    # Lua path and only change the weight the profile's setup() returns.
-    wrapper = workdir / f"{path.stem}-{weight}.lua"
-    wrapper.write_text(
-        f"package.path = {str(path.parent) + '/?.lua'!r} .. ';' .. package.path\n"
-        f"local profile = dofile({str(path)!r})\n"
+    # OSRM resolves a profile's require() calls against the folder of the script it runs: keep the
+    # profile's folder, then the shipped profiles (require('car') in a profile of one's own), on the
+    # Lua path; with a weight, change only the weight the profile's setup() returns.
+    lua_path = f"{path.parent}/?.lua;{profiles_dir()}/?.lua;"
+    wrapper = workdir / f"{path.stem}-{weight or 'profile'}.lua"
+    override = (
         "local setup = profile.setup\n"
         "profile.setup = function()\n"
         "  local p = setup()\n"
         f"  p.properties.weight_name = {weight!r}\n"
         "  return p\n"
         "end\n"
+    )
+    wrapper.write_text(
+        f"package.path = {lua_path!r} .. package.path\n"
+        f"local profile = dofile({str(path)!r})\n"
+        f"{override if weight is not None else ''}"
         "return profile\n"
     )
     return wrapper
+
+
+def inputs_digest(profile: str, weight: str | None) -> str:
+    """What a dataset is built from besides its extract: the profile's content, the weight and OSRM's version."""
+    digest = hashlib.sha256(f"osrm-bindings {version('osrm-bindings')}\nweight {weight}\n".encode())
+    digest.update(profile_path(profile).read_bytes())
+    return digest.hexdigest()
+
+
+def inputs_record(base: Path) -> Path:
+    """The file where a build records :func:`inputs_digest`, beside the dataset."""
+    return base.with_name(base.name + ".inputs")
+
+
+def dataset_current(base: Path, algorithm: str, profile: str, weight: str | None) -> bool:
+    """Whether the dataset is built and from this profile and weight.
+
+    A dataset without a record (built by hand, or by an earlier roadkit) is taken as current:
+    rebuilding one of a large region unasked would take hours.
+    """
+    if not dataset_ready(base, algorithm):
+        return False
+    record = inputs_record(base)
+    return not record.is_file() or record.read_text().strip() == inputs_digest(profile, weight)
 
 
 def _run(step: str, args: list[str], progress: Progress) -> None:
@@ -96,7 +133,8 @@ def build_dataset(
         source = work / (base.name[: -len(".osrm")] + ".osm.pbf")
         os.symlink(osm.resolve(), source)
         script = profile_script(profile, weight, work)
-        progress.step(f"building {base.name} from {osm.name} with profile {script.stem} ({algorithm})")
+        label = profile_path(profile).stem + (f", weight {weight}" if weight else "")
+        progress.step(f"building {base.name} from {osm.name} with profile {label} ({algorithm})")
         _run("osrm-extract", ["extract", "-p", str(script), "-t", threads, str(source)], progress)
         out = work / base.name
         if algorithm == "CH":
@@ -107,6 +145,7 @@ def build_dataset(
         for path in work.iterdir():
             if path.name.startswith(base.name):
                 shutil.move(str(path), base.parent / path.name)
+    inputs_record(base).write_text(inputs_digest(profile, weight) + "\n")
     progress.step(f"dataset ready: {base}")
     return base
 

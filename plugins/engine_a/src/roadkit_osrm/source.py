@@ -151,13 +151,16 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
 
     @classmethod
     def prepare(cls, config: SourceConfig, options: OsrmOptions, *, force: bool, progress: Progress) -> bool:
-        from roadkit_osrm.prepare import build_dataset, dataset_ready
+        from roadkit_osrm.prepare import build_dataset, dataset_current, dataset_ready
 
-        if not force and dataset_ready(options.storage.file, options.storage.algorithm):
-            return False
-        if options.preparation is None:
+        storage, prep = options.storage, options.preparation
+        if not force and dataset_ready(storage.file, storage.algorithm):
+            # A dataset built from another profile (or weight) than the file's is built again.
+            if prep is None or dataset_current(storage.file, storage.algorithm, prep.profile, prep.weight):
+                return False
+            progress.step(f"{storage.file} was built with another profile, weight or OSRM version: building it again")
+        if prep is None:
             raise ConfigurationError([f"{config.path}: preparation: required to build the missing dataset {options.storage.file}"])
-        prep = options.preparation
         build_dataset(
             prep.osm, options.storage.file, profile=prep.profile, algorithm=options.storage.algorithm, weight=prep.weight, progress=progress
         )
