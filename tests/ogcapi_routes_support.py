@@ -127,7 +127,9 @@ def check_errors(client: TestClient, rid: str) -> None:
     refused(definition(START, ["x", 1]), 400, "inputs.waypoints.value.coordinates[1]")
     refused(definition(START, END, preference="quickest"), 400, "inputs.preference")
     refused(definition(START, END, mode="rocket"), 400, "inputs.mode")
-    refused(definition(START, END, height=4.0), 400, "inputs.height")
+    # A height where the resource has no height class; else one below 0.
+    declared = SPEC + "height" in client.get(f"/ogcapi-routes/1.0/{rid}/conformance").json()["conformsTo"]
+    refused(definition(START, END, height=-1.0 if declared else 4.0), 400, "inputs.height")
     refused(definition(START, END, surprise=1), 400, "inputs.surprise")
     refused({**definition(START, END), "obstacles": {"value": {"type": "MultiPolygon", "coordinates": []}}}, 400, "obstacles")
     refused(definition(START, [2.35, 48.85]), 422, "waypoint 1")

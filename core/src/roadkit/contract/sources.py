@@ -47,6 +47,7 @@ from roadkit.routing.model import (
     RouteRequest,
     RouteResponse,
     Step,
+    Vehicle,
     way_name,
 )
 from roadkit.routing.source import CostEntry, CostTable, Progress, Source, SourceContext, SourceState
@@ -95,6 +96,7 @@ __all__ = [
     "SourceUnavailable",
     "Step",
     "UnsupportedOperation",
+    "Vehicle",
     "VersionedKind",
     "hookimpl",
     "read_document",

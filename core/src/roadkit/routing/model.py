@@ -60,6 +60,16 @@ class Constraint:
 
 
 @attrs.frozen
+class Vehicle:
+    """The vehicle a route must be passable by (sources whose ``vehicle_limits`` name the dimension): None where not asked."""
+
+    #: Height in metres.
+    height: float | None = None
+    #: Weight in metric tons (tonnes).
+    weight: float | None = None
+
+
+@attrs.frozen
 class RouteRequest:
     """A route through ``points`` (start, intermediates..., end) for one cost of one source."""
 
@@ -69,12 +79,16 @@ class RouteRequest:
     ways_attributes: tuple[str, ...] = ()
     constraints: tuple[Constraint, ...] = ()
     date_time: datetime | None = None
+    #: Whether ``date_time`` is when the route must arrive rather than leave (sources that read a date_time).
+    arrive_by: bool = False
     #: The API writes the route's geometry as a precision-5 polyline in the source's CRS and needs
     #: no coordinates: a source may answer the encoded line in ``RouteResponse.extras["polyline"]``
     #: (the engine's own encoding) and leave ``geometry`` empty.
     polyline: bool = False
     #: Areas the route must not cross: each a polygon's outer ring, in the source's CRS (sources with ``avoids_areas``).
     avoid: tuple[tuple[Coord, ...], ...] = ()
+    #: The vehicle's dimensions, None: any vehicle of the cost's profile (sources with ``vehicle_limits``).
+    vehicle: Vehicle | None = None
 
     @property
     def start(self) -> Coord:

@@ -43,6 +43,7 @@ from roadkit.contract.sources import (
     RouteRequest,
     RouteResponse,
     Step,
+    Vehicle,
     way_name,
 )
 from roadkit_valhalla.options import ValhallaCost
@@ -126,6 +127,30 @@ def costing_options(cost: ValhallaCost, constraints: Sequence[Constraint]) -> di
     return options
 
 
+#: The costings of motor vehicles: a route for a vehicle of a given height or weight is a truck's.
+MOTOR_COSTINGS = frozenset({"auto", "bus", "taxi", "truck", "motor_scooter", "motorcycle"})
+#: The largest height (metres) and weight (tonnes) Valhalla's truck costing reads (it cuts larger ones down).
+TRUCK_LIMITS = {"height": 10.0, "weight": 100.0}
+#: Valhalla's default axle load of a truck, in tonnes.
+TRUCK_AXLE_LOAD = 9.07
+
+
+def vehicle_costing(cost: ValhallaCost, options: dict[str, dict[str, Any]], vehicle: Vehicle) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Valhalla's truck costing for a vehicle of the request's height and weight, with the cost's own options.
+
+    A dimension not asked is 0 (no limit of that kind holds against it); the axle load is the weight's
+    (a vehicle's axles carry no more than it weighs), at most Valhalla's default.
+    """
+    if cost.costing not in MOTOR_COSTINGS:
+        raise ParameterInvalid(
+            "vehicle", f"profile '{cost.profile}' is not a motor vehicle (Valhalla costing {cost.costing}): height and weight don't apply"
+        )
+    truck = {**options.pop(cost.costing, {}), **options.pop("truck", {})}
+    weight = vehicle.weight or 0.0
+    truck.update(height=vehicle.height or 0.0, weight=weight, axle_load=min(weight, TRUCK_AXLE_LOAD))
+    return "truck", {**options, "truck": truck}
+
+
 def _date_time(body: dict[str, Any], request: RouteRequest | IsochroneRequest | MatrixRequest) -> None:
     if request.date_time is not None:
         body["date_time"] = {"type": 1, "value": request.date_time.strftime("%Y-%m-%dT%H:%M")}
@@ -133,16 +158,21 @@ def _date_time(body: dict[str, Any], request: RouteRequest | IsochroneRequest | 
 
 def route_body(request: RouteRequest, cost: ValhallaCost) -> dict[str, Any]:
     """The body of a Valhalla ``route`` call: OSRM-format answer without narrative, polyline6 shapes."""
+    costing, options = cost.costing, costing_options(cost, request.constraints)
+    if request.vehicle is not None:
+        costing, options = vehicle_costing(cost, options, request.vehicle)
     body: dict[str, Any] = {
         "locations": [_location(p, search_filter(request.constraints)) for p in request.points],
-        "costing": cost.costing,
-        "costing_options": costing_options(cost, request.constraints),
+        "costing": costing,
+        "costing_options": options,
         "directions_options": {"format": "osrm"},
         # Maneuvers without their texts: the steps are the same, the narrative is not built.
         "directions_type": "maneuvers" if request.steps else "none",
         "shape_format": "polyline6",
     }
     _date_time(body, request)
+    if request.arrive_by and "date_time" in body:
+        body["date_time"]["type"] = 2  # Valhalla's "arrive by"
     if request.avoid:
         body["exclude_polygons"] = [[list(point) for point in ring] for ring in request.avoid]
     return body

@@ -110,6 +110,10 @@ class PgStorage:
     restrictions: str = "turn_restrictions"
     name_column: str = "name"
     importance_column: str | None = None
+    #: Numeric columns of the ways' height limit (metres) and weight limit (tonnes), NULL where none: with
+    #: them, a route for a vehicle leaves out the edges whose limit is below its height or weight.
+    max_height_column: str | None = None
+    max_weight_column: str | None = None
 
 
 @attrs.frozen
@@ -226,6 +230,9 @@ def _check(path: Path, options: PgOptions) -> list[str]:
     ]
     if storage.importance_column:
         names.append(("storage.importance_column", storage.importance_column))
+    for setting, column in (("max_height_column", storage.max_height_column), ("max_weight_column", storage.max_weight_column)):
+        if column is not None:
+            names.append((f"storage.{setting}", column))
     names += [(f"storage.attributes[{i}].column", a.column) for i, a in enumerate(storage.attributes)]
     if not options.costs:
         problems.append(f"{path}: costs: expected at least one cost")

@@ -43,7 +43,7 @@ from roadkit.contract.sources import (
     Step,
     way_name,
 )
-from roadkit_pgrouting import isochrones
+from roadkit_pgrouting import avoidance, isochrones
 from roadkit_pgrouting.options import PgCost, quote
 from roadkit_pgrouting.sql import Binder, banned, weighted
 
@@ -171,7 +171,8 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     constraints = request.constraints
     count = len(request.points)
     usable = _usable(cost.cost_column, cost.reverse_cost_column)
-    bans = banned(constraints, columns, binder)
+    # The edges the vehicle can't pass and those crossing an obstacle are left out as banned ones are.
+    bans = [*banned(constraints, columns, binder), *avoidance.predicates(source, binder.inputs, binder)]
     snap = _snap_cte(names, " AND ".join([usable, *bans]), binder)
     found = _found_sql(binder, count, search.snap_radius)
     margin, factor = binder.param(float(search.margin), "float8"), binder.input("scale", "float8")
@@ -256,12 +257,13 @@ async def route(source: PgRoutingSource, request: RouteRequest, cost: PgCost) ->
     length = sum(_meters(a, b) for a, b in zip(request.points, request.points[1:], strict=False))
     wide = length >= search.importance_from
     attributes = tuple(key for key, _ in _attribute_columns(source, request))
+    avoiding = avoidance.inputs(source, request)
     for attempt in range(attempts + 1):
         # The last try searches the whole graph (no box, no importance).
         last = attempt == attempts
-        inputs: dict[str, Any] = {**_points(request.points), "scale": None if last else search.widen**attempt}
+        inputs: dict[str, Any] = {**_points(request.points), "scale": None if last else search.widen**attempt, **avoiding}
         narrowed = wide and not last
-        key = ("route", cost, repr(request.constraints), attributes, len(request.points), narrowed)
+        key = ("route", cost, repr(request.constraints), attributes, len(request.points), narrowed, tuple(avoiding))
         sql, args = _statement(source, key, inputs, functools.partial(_route_sql, source, request, cost, wide=narrowed))
         row = await source.fetchrow(sql, args)
         snapped = _snapped(source, request.points, row)

@@ -43,7 +43,7 @@ from roadkit.contract.sources import (
     SourceUnavailable,
     VersionedKind,
 )
-from roadkit_pgrouting import queries
+from roadkit_pgrouting import avoidance, queries
 from roadkit_pgrouting.database import Database, close_database, describe, hosts_of, open_database
 from roadkit_pgrouting.options import DatabaseFile, PgCost, PgOptions, parse_options, read_database_file
 from roadkit_pgrouting.sql import Binder
@@ -77,6 +77,7 @@ class PgRoutingSource(Source):
     }
     options: PgOptions
     probe_interval: ClassVar[float] = 1.0
+    avoids_areas = True  # edges crossing an obstacle are left out (roadkit_pgrouting.avoidance)
 
     def __init__(self, config: SourceConfig, options: PgOptions, *, timeout: float = 10.0) -> None:
         super().__init__(config, options, timeout=timeout)
@@ -92,6 +93,11 @@ class PgRoutingSource(Source):
     @classmethod
     def parse_options(cls, config: SourceConfig) -> PgOptions:
         return parse_options(config)
+
+    @property
+    def vehicle_limits(self) -> Mapping[str, float]:
+        """The dimensions whose limit columns the source file names."""
+        return {dimension: avoidance.MOST[dimension] for dimension in avoidance.limit_columns(self)}
 
     def costs(self) -> Sequence[Cost]:
         return self.cost_table.costs()
@@ -171,10 +177,18 @@ class PgRoutingSource(Source):
         needed.update(a.column for a in storage.attributes)
         if storage.importance_column:
             needed.add(storage.importance_column)
+        limits = avoidance.limit_columns(self)
+        needed.update(limits.values())
         missing = sorted(needed - set(ways))
         if missing:
             self.fail(f"{storage.schema}.{storage.ways} has no column {', '.join(missing)} ({self.config.path})")
             raise SourceUnavailable(self.reason)
+        for column in limits.values():
+            if ways[column] not in avoidance.NUMERIC_TYPES:
+                self.fail(
+                    f"{storage.schema}.{storage.ways}.{column} is {ways[column]}: a limit column must be numeric ({self.config.path})"
+                )
+                raise SourceUnavailable(self.reason)
         if "the_geom" not in tables.get(storage.vertices, {}):
             self.fail(f"table {storage.schema}.{storage.vertices} with a the_geom column not found in the {self.where}")
             raise SourceUnavailable(self.reason)

@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from shapely import LineString, MultiPolygon, Polygon, make_valid
+from shapely import LineString, MultiPolygon, Point, Polygon, make_valid
 
 from roadkit.apis.ogcapi_routes.definition import Definition, NotRoutable
 from roadkit.apis.ogcapi_routes.offer import Offer
 from roadkit.errors import NoPathFound, ParameterInvalid
-from roadkit.routing.model import Cost, RouteRequest, Step
+from roadkit.routing.model import Cost, RouteRequest, Step, Vehicle
 
 if TYPE_CHECKING:
     from roadkit.web.view import ServiceView
@@ -48,15 +48,22 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
     for index, (x, y) in enumerate(definition.waypoints):
         if not (xmin <= x <= xmax and ymin <= y <= ymax):
             raise NotRoutable(f"waypoint {index} is outside the resource's area ({xmin:g},{ymin:g},{xmax:g},{ymax:g})")
+    areas = make_valid(MultiPolygon([Polygon(ring) for ring in definition.obstacles])) if definition.obstacles else None
+    for index, waypoint in enumerate(definition.waypoints):
+        if areas is not None and Point(waypoint).intersects(areas):
+            raise NotRoutable(f"waypoint {index} is inside an obstacle: no route avoids it")
     resource = offer.resource
     source = resource.source_for_route(definition.mode, definition.preference)
     operation = resource.operation("route")
     attributes = tuple(
         a for a in ("name", "maxspeed") if "waysAttributes" in operation.parameters and a in _values(operation["waysAttributes"])
     )
+    moment = definition.departure
+    if moment is None and offer.zone is not None:
+        moment = began.replace(microsecond=0)  # the time class's default: an immediate departure
     local = None
-    if definition.departure is not None and offer.zone is not None:
-        local = local_departure(definition.departure, offer.zone)
+    if moment is not None and offer.zone is not None:
+        local = local_departure(moment, offer.zone)
         first, last = source.date_time_years
         if not first <= local.year <= last:
             raise NotRoutable(f"inputs.when.value.timestamp: the engine reads years from {first} to {last}")
@@ -67,7 +74,9 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
         steps=True,
         ways_attributes=attributes,
         date_time=local,
+        arrive_by=definition.arrival,
         avoid=tuple(tuple(project(list(ring), WGS84, source.projection)) for ring in definition.obstacles),
+        vehicle=None if definition.height is None and definition.weight is None else Vehicle(definition.height, definition.weight),
     )
     try:
         result = await source.route(request)
@@ -76,11 +85,9 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
         # message names its own parameter) is a route the resource can't compute.
         raise NotRoutable(exc.message) from None
     line = [[round(x, 7), round(y, 7)] for x, y in project(result.geometry, source.projection, WGS84)]
-    if definition.obstacles and len(line) > 1:
-        # The engine's word is not taken for it: a route that still crosses an obstacle is no answer.
-        areas = make_valid(MultiPolygon([Polygon(ring) for ring in definition.obstacles]))
-        if LineString(line).intersects(areas):
-            raise NotRoutable("no route avoids the obstacles")
+    # The engine's word is not taken for it: a route that still crosses an obstacle is no answer.
+    if areas is not None and len(line) > 1 and LineString(line).intersects(areas):
+        raise NotRoutable("no route avoids the obstacles")
     if len(line) < 2:
         line = line * 2 if line else [[*definition.waypoints[0]], [*definition.waypoints[-1]]]
     segments: list[dict[str, Any]] = []
@@ -110,13 +117,21 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
         overview["name"] = definition.name
     overview["length_m"] = round(sum(s["properties"]["length_m"] for s in segments), 1) if segments else round(result.distance, 1)
     overview["duration_s"] = round(sum(s["properties"]["duration_s"] for s in segments), 1) if segments else round(result.duration, 1)
+    # The engine left out every way whose limit is below the vehicle's: what it guarantees is the request's
+    # own height and weight (a way without a known limit may be on the route, so no larger value is known).
+    if definition.height is not None:
+        overview["maxHeight_m"] = definition.height
+    if definition.weight is not None:
+        overview["maxWeight_t"] = definition.weight
+    if definition.obstacles:
+        overview["obstacles"] = "avoided: the route crosses no obstacle polygon"
     overview["processingTime"] = began.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     start: dict[str, Any] = {"featureType": "start"}
     end_point: dict[str, Any] = {"featureType": "end"}
-    if definition.departure is not None:
-        start["timestamp"] = definition.departure.isoformat().replace("+00:00", "Z")
-        arrival = datetime.fromtimestamp(definition.departure.timestamp() + overview["duration_s"], UTC)
-        end_point["timestamp"] = arrival.isoformat().replace("+00:00", "Z")
+    if moment is not None:
+        leaves = moment.timestamp() - (overview["duration_s"] if definition.arrival else 0)
+        start["timestamp"] = _utc(leaves)
+        end_point["timestamp"] = _utc(leaves + overview["duration_s"])
     features = [
         {"type": "Feature", "geometry": {"type": "LineString", "coordinates": line}, "properties": overview},
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": line[0]}, "properties": start},
@@ -129,8 +144,15 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
     document: dict[str, Any] = {"type": "FeatureCollection"}
     if definition.name is not None:
         document["name"] = definition.name
+    every = [*line, *(s["geometry"]["coordinates"] for s in segments)]
+    document["bbox"] = [min(p[0] for p in every), min(p[1] for p in every), max(p[0] for p in every), max(p[1] for p in every)]
     document["features"] = numbered
     return document
+
+
+def _utc(seconds: float) -> str:
+    """A POSIX time as RFC 3339 writes it in UTC (time zone Z)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _values(parameter: Any) -> tuple[str, ...]:

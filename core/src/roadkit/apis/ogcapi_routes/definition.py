@@ -14,7 +14,8 @@ from roadkit.errors import BadRequest, ParameterInvalid, ParameterMissing, Roadk
 from roadkit.routing.model import Coord
 
 MAX_NAME = 200
-CALLBACK = r"^https?://[^\s]+$"
+#: No control character nor space: explicit code points, as Python's ``\s`` and ECMA's (the schema's) differ.
+CALLBACK = r"^https?://[^\x00-\x20\x7f]+$"
 #: A date-time in UTC, as RFC 3339 writes it (the time class asks for time zone "Z").
 TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$"
 
@@ -27,12 +28,17 @@ class Definition:
     preference: str
     mode: str
     name: str | None
-    #: The departure, in UTC (the time class).
+    #: The time of ``when``, in UTC (the time class): the departure, or the arrival when ``arrival``.
     departure: datetime | None
     #: ``successUri``/``failedUri`` called when an asynchronous route is done.
     subscriber: dict[str, str] = attrs.field(factory=dict)
     #: The obstacles' outer rings (longitude, latitude).
     obstacles: tuple[tuple[Coord, ...], ...] = ()
+    #: The vehicle's height in metres and weight in tonnes (the height and weight classes).
+    height: float | None = None
+    weight: float | None = None
+    #: Whether the route must arrive at ``departure`` rather than leave then.
+    arrival: bool = False
 
 
 class NotRoutable(RoadkitError):
@@ -85,7 +91,8 @@ def _choice(inputs: dict[str, Any], key: str, values: tuple[str, ...]) -> str:
     return raw
 
 
-def _departure(raw: Any, where: str) -> datetime:
+def _departure(raw: Any, where: str) -> tuple[datetime, bool]:
+    """The moment of a ``when`` member, in UTC, and whether it is the arrival's."""
     wrapper = _object(raw, where)
     if "value" not in wrapper:
         raise ParameterMissing(f"{where}.value")
@@ -101,9 +108,9 @@ def _departure(raw: Any, where: str) -> datetime:
     except ValueError:
         raise ParameterInvalid(f"{where}.value.timestamp", expected) from None
     kind = value.get("type", "departure")
-    if kind != "departure":
-        raise ParameterInvalid(f"{where}.value.type", "expected 'departure' (this API computes routes from a departure time)")
-    return moment.astimezone(UTC)
+    if kind not in ("departure", "arrival"):
+        raise ParameterInvalid(f"{where}.value.type", "expected 'departure' or 'arrival'")
+    return moment.astimezone(UTC), kind == "arrival"
 
 
 def _known(members: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -120,7 +127,7 @@ def _subscriber(raw: Any) -> dict[str, str]:
     for key, url in subscriber.items():
         if key not in ("successUri", "failedUri"):
             raise ParameterInvalid(f"subscriber.{key[:100]}", "unknown member: expected successUri or failedUri")
-        if not isinstance(url, str) or not re.match(CALLBACK, url):
+        if not isinstance(url, str) or not re.fullmatch(CALLBACK, url):
             raise ParameterInvalid(f"subscriber.{key}", "expected an http:// or https:// URL")
     return subscriber
 
@@ -129,7 +136,8 @@ def read_definition(body: Any, offer: Offer) -> Definition:
     """The definition of ``body``; a 400 naming the member (a JSON pointer's path) and what was expected."""
     if not isinstance(body, dict):
         raise BadRequest("Invalid request body: expected a JSON object with 'inputs'", code="invalid_body")
-    timed = (*(("obstacles",) if offer.obstacles else ()), *(("when",) if offer.time else ()))
+    limits = offer.vehicle_limits
+    timed = (*limits, *(("obstacles",) if offer.obstacles else ()), *(("when",) if offer.time else ()))
     _known(body, ("inputs", "name", "subscriber", *timed), "")
     if "inputs" not in body:
         raise ParameterMissing("inputs")
@@ -146,11 +154,25 @@ def read_definition(body: Any, offer: Offer) -> Definition:
         for holder, where in ((inputs, "inputs.obstacles"), (body, "obstacles"))
         if "obstacles" in holder
     ]
+    vehicle: dict[str, float] = {}
+    for key in limits:
+        for holder, where in ((inputs, f"inputs.{key}"), (body, key)):
+            if key in holder:
+                vehicle.setdefault(key, _dimension(holder[key], where, limits[key]))
     subscriber = _subscriber(body["subscriber"]) if "subscriber" in body else {}
     if (mode, preference) not in offer.resource.route_index:
         raise NotRoutable(f"mode '{mode}' has no preference '{preference}' on this resource")
     return Definition(
-        waypoints, preference, mode, next(iter(names), None), next(iter(departures), None), subscriber, next(iter(obstacles), ())
+        waypoints,
+        preference,
+        mode,
+        next(iter(names), None),
+        next(iter(departures), (None, False))[0],
+        subscriber,
+        next(iter(obstacles), ()),
+        vehicle.get("height"),
+        vehicle.get("weight"),
+        arrival=next(iter(departures), (None, False))[1],
     )
 
 
@@ -180,6 +202,14 @@ def _obstacles(raw: Any, where: str) -> tuple[tuple[Coord, ...], ...]:
         # The outer ring (closed when its last position is not its first): the holes are avoided too.
         outer.append(tuple((float(p[0]), float(p[1])) for p in [*polygon[0], polygon[0][0]]))
     return tuple(outer)
+
+
+def _dimension(raw: Any, where: str, most: float) -> float:
+    """A vehicle's height (metres) or weight (tonnes): no larger than the engine reads, so that none is cut down unsaid."""
+    unit = "metres" if where.endswith("height") else "tonnes"
+    if not _number(raw) or not 0 <= raw <= most:
+        raise ParameterInvalid(where, f"expected a number of {unit} from 0 to {most:g}")
+    return float(raw)
 
 
 def _name(raw: Any, where: str) -> str:

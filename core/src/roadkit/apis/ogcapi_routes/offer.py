@@ -27,6 +27,8 @@ MAX_WAYPOINTS = 25
 #: The most obstacle polygons of a request, and positions of each polygon's outer ring.
 MAX_OBSTACLES = 20
 MAX_RING = 200
+#: The vehicle dimensions of the standard (the height and weight classes), as a source's ``vehicle_limits`` names them.
+VEHICLE_DIMENSIONS = ("height", "weight")
 
 
 @attrs.frozen
@@ -51,6 +53,18 @@ class Offer:
         return all(source.avoids_areas for source in self.resource.route_index.values())
 
     @property
+    def vehicle_limits(self) -> dict[str, float]:
+        """The vehicle dimensions every engine of the resource's routes keeps within (the height and weight
+        classes), each with the largest value all of them read."""
+        sources = list(self.resource.route_index.values())
+        limits = {}
+        for dimension in VEHICLE_DIMENSIONS:
+            values = [source.vehicle_limits.get(dimension) for source in sources]
+            if sources and all(value is not None for value in values):
+                limits[dimension] = min(value for value in values if value is not None)
+        return limits
+
+    @property
     def id(self) -> str:
         return self.resource.id
 
@@ -59,7 +73,7 @@ class Offer:
         return self.resource.config.description or self.resource.id
 
     def conformance(self) -> dict[str, Any]:
-        extra = [name for name, offered in (("obstacles", self.obstacles), ("time", self.time)) if offered]
+        extra = [*self.vehicle_limits, *(name for name, offered in (("obstacles", self.obstacles), ("time", self.time)) if offered)]
         classes = ["core", "mode", "intermediate-waypoints", *extra, "manage-routes"]
         return {
             "conformsTo": [*COMMON, *(SPEC + c for c in classes), REM],

@@ -206,6 +206,14 @@ def definition_schema(offer: Offer) -> dict[str, Any]:
         "name": {"type": "string", "maxLength": MAX_NAME},
     }
     beside: dict[str, Any] = {"name": inputs["name"]}
+    for dimension, most in offer.vehicle_limits.items():
+        unit = "metres" if dimension == "height" else "metric tons"
+        inputs[dimension] = beside[dimension] = {
+            "type": "number",
+            "minimum": 0,
+            "maximum": most,
+            "description": f"The vehicle's {dimension} in {unit}: the route leaves out the ways whose limit is lower.",
+        }
     if offer.obstacles:
         ring = {
             "type": "array",
@@ -241,7 +249,7 @@ def definition_schema(offer: Offer) -> dict[str, Any]:
                     "required": ["timestamp"],
                     "properties": {
                         "timestamp": {"type": "string", "format": "date-time", "pattern": TIMESTAMP},
-                        "type": {"type": "string", "enum": ["departure"], "default": "departure"},
+                        "type": {"type": "string", "enum": ["departure", "arrival"], "default": "departure"},
                     },
                 }
             },
