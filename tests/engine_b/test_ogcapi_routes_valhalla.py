@@ -12,6 +12,9 @@ from shapely import LineString, Polygon
 from starlette.testclient import TestClient
 
 from roadkit.apis.ogcapi_routes.compute import local_departure
+from roadkit.routing.model import Cost, RouteRequest
+from roadkit_valhalla.options import ValhallaCost
+from roadkit_valhalla.translate import route_body
 from tests import ogcapi_routes_support as ogc
 from tests.schemathesis_support import run, serve
 
@@ -30,6 +33,7 @@ def test_every_preference_and_mode(client: TestClient) -> None:
 
 
 def test_five_waypoints_in_all_120_orders(client: TestClient) -> None:
+    """/conf/intermediate-waypoints/compute-route-success: the route passes each of 5 waypoints in order, all 120 orders."""
     ogc.check_waypoints_in_every_order(client, RID)
 
 
@@ -59,9 +63,26 @@ def test_a_departure_not_in_utc_is_refused(client: TestClient) -> None:
         when = {"value": {"timestamp": timestamp}}
         answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when))
         assert answer.status_code == 400 and "inputs.when.value.timestamp" in answer.text, timestamp
-    arrival = {"value": {"timestamp": "2026-06-01T08:00:00Z", "type": "arrival"}}
-    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=arrival))
+    leaving = {"value": {"timestamp": "2026-06-01T08:00:00Z", "type": "leaving"}}
+    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=leaving))
     assert answer.status_code == 400 and "inputs.when.value.type" in answer.text
+
+
+def test_an_arrival_time_ends_the_route_then(client: TestClient) -> None:
+    when = {"value": {"timestamp": "2026-06-01T08:00:00Z", "type": "arrival"}}
+    route = ogc.valid_route(client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when)))
+    overview, start, *_, end = route["features"]
+    assert end["properties"]["timestamp"] == "2026-06-01T08:00:00Z"
+    left = datetime.fromisoformat(start["properties"]["timestamp"])
+    assert (datetime(2026, 6, 1, 8, tzinfo=UTC) - left).total_seconds() == pytest.approx(overview["properties"]["duration_s"], abs=0.001)
+
+
+def test_the_arrival_reaches_the_engine() -> None:
+    """Valhalla's "arrive by" (date_time type 2): the engine searches backwards from the arrival."""
+    request = RouteRequest(
+        points=((7.41, 43.73), (7.42, 43.73)), cost=Cost("car", "fastest"), date_time=datetime(2026, 6, 1, 10), arrive_by=True
+    )
+    assert route_body(request, ValhallaCost("car", "auto"))["date_time"] == {"type": 2, "value": "2026-06-01T10:00"}
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ def test_every_preference_and_mode(client: TestClient) -> None:
 
 
 def test_five_waypoints_in_all_120_orders(client: TestClient) -> None:
+    """/conf/intermediate-waypoints/compute-route-success: the route passes each of 5 waypoints in order, all 120 orders."""
     ogc.check_waypoints_in_every_order(client, RID)
 
 

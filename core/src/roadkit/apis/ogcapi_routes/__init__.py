@@ -181,6 +181,8 @@ def build_routes(service: ServiceView) -> list[BaseRoute]:
     table: list[BaseRoute] = [
         Route("/", apis, methods=["GET"]),
         Route("/{resource}/", landing, methods=["GET"]),
+        # The standard's abstract tests ask {apiURI} itself for the landing page, without the slash.
+        Route("/{resource}", landing, methods=["GET"]),
         Route("/{resource}/conformance", conformance, methods=["GET"]),
         Route("/{resource}/api", api, methods=["GET"]),
         Route("/{resource}/routes", routes, methods=["GET", "POST"]),
@@ -201,10 +203,27 @@ def roadkit_capabilities(service: ServiceView, capabilities: dict[str, Any]) -> 
         ]
 
 
+def describe(service: ServiceView) -> dict[str, Any]:
+    """The admin API's ``ogcApis`` of a running service: one OGC API per resource, with its URL on each listener."""
+    listeners = service.config.listeners
+    return {
+        "ogcApis": [
+            {
+                "resource": rid,
+                "api": "ogcapi-routes/1.0",
+                "title": found.title,
+                "path": f"{PREFIX}/{rid}/",
+                "urls": [f"{'https' if listener.https else 'http'}://{listener.bind}{PREFIX}/{rid}/" for listener in listeners],
+            }
+            for rid, found in offers(service).items()
+        ]
+    }
+
+
 @hookimpl(trylast=True)
 def roadkit_apis() -> Sequence[Api]:
     """Core's OGC API – Routes (this module is one of core's default plugins)."""
     return [OGCAPI_ROUTES]
 
 
-OGCAPI_ROUTES = Api("ogcapi-routes", "1.0", routes=build_routes, settings_class=Settings, parse_settings=parse_settings)
+OGCAPI_ROUTES = Api("ogcapi-routes", "1.0", routes=build_routes, settings_class=Settings, parse_settings=parse_settings, describe=describe)
