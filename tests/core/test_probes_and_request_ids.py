@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from starlette.testclient import TestClient
 
 from roadkit.config import load_service
 from roadkit.errors import ConfigurationError
-from roadkit.requestid import RequestIdFilter
+from roadkit.requestid import RequestIdFilter, ids_in_formats
 from roadkit.serving.app import ServiceApp, create_app
 from roadkit.testing.services import SERVICE, straight_plugins, write_service
 from tests.core.test_connections import ROUTE as CONNECTION_ROUTE
@@ -131,7 +132,11 @@ def test_the_longest_accepted_request_id_is_kept(client: TestClient) -> None:
     assert client.get(ROUTE, headers={"X-Request-ID": longest}).headers["x-request-id"] == longest
 
 
-def test_log_lines_written_while_serving_a_request_carry_its_id(app: ServiceApp, caplog: pytest.LogCaptureFixture) -> None:
+def test_log_lines_written_while_serving_a_request_carry_its_id(
+    app: ServiceApp, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("roadkit.requestid._in_formats", False)
+    ids_in_formats()  # as a worker says, its handlers having the filter and a format with %(request)s
     logger = logging.getLogger("roadkit.test.requests")
 
     async def noisy(request: Request) -> PlainTextResponse:
@@ -147,6 +152,51 @@ def test_log_lines_written_while_serving_a_request_carry_its_id(app: ServiceApp,
     about = [line for line in caplog.text.splitlines() if line.startswith("roadkit.test.requests")]
     assert about == [
         "roadkit.test.requests request=trace-me: something about this request",
+        "roadkit.test.requests: not about a request",
+    ]
+
+
+def test_an_embedded_service_writes_the_request_id_in_its_log_lines_without_help(app: ServiceApp) -> None:
+    import io
+
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    import roadkit.asgi
+
+    async def broken(request: Request) -> PlainTextResponse:
+        raise RuntimeError("a bug")  # roadkit.web.api logs it as an unexpected error
+
+    async def noisy(request: Request) -> PlainTextResponse:
+        logging.getLogger("roadkit.test.requests").warning("%d results for %s", 3, "this request")
+        logging.getLogger("host.code").warning("the host's own line")
+        return PlainTextResponse("ok")
+
+    app.router.routes[0:0] = [Route("/broken", broken), Route("/noisy", noisy)]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(host: Starlette) -> AsyncIterator[None]:
+        async with roadkit.asgi.lifespan(app):
+            yield
+
+    host = Starlette(routes=[Mount("/routing", app=app)], lifespan=lifespan)
+    # The host's own logging: a plain format, no roadkit filter.
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    try:
+        with TestClient(host, raise_server_exceptions=False) as client:
+            assert client.get("/routing/broken", headers={"X-Request-ID": "order-42"}).status_code == 500
+            assert client.get("/routing/noisy", headers={"X-Request-ID": "100%s"}).status_code == 200
+            logging.getLogger("roadkit.test.requests").warning("not about a request")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    lines = [line for line in written.getvalue().splitlines() if line.startswith(("roadkit.", "host."))]
+    assert lines == [
+        "roadkit.web.api: request=order-42: unexpected error while handling a request",
+        "roadkit.test.requests: request=100%s: 3 results for this request",
+        "host.code: the host's own line",
         "roadkit.test.requests: not about a request",
     ]
 

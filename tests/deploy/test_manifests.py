@@ -193,8 +193,11 @@ def test_the_image_is_built_from_debian_and_pypi_only_and_runs_the_mounted_serve
     (default,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", text, re.MULTILINE)
     assert default == "docker.io/library/python:3.12-slim-bookworm"
     assert re.findall(r"^FROM (\S+)", text, re.MULTILINE) == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+    # The build context keeps only what .containerignore lets through (every COPY's source, nothing else).
+    kept = re.findall(r"^!(\S+)$", (ROOT / ".containerignore").read_text(), re.MULTILINE)
     for source in re.findall(r"^COPY (?!--from)(\S+) ", text, re.MULTILINE):
         assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
+        assert source in kept, f"COPY {source}: left out of the build context by .containerignore"
     for url in re.findall(r"https?://\S+", text):
         raise AssertionError(f"the image fetches {url}: only apt-get and pip (Debian and PyPI) may bring anything in")
     assert re.search(r"^USER 10001$", text, re.MULTILINE)

@@ -3,8 +3,10 @@
 A service takes a client's ``X-Request-ID`` when it is short and printable (so that nothing a
 client sends can break a log line or grow it without bound) and makes one otherwise; the id is
 returned on the answer, set in :data:`REQUEST_ID` while the request is served (asyncio tasks
-started meanwhile inherit it), written in the log lines of handlers that have a
-:class:`RequestIdFilter` (a worker's) and sent to remote engine servers.
+started meanwhile inherit it), written in the log lines about the request and sent to remote engine
+servers. A worker's handlers have a :class:`RequestIdFilter` and write it where their format says
+(``%(request)s``); elsewhere (a ``same-process`` service, an application that embeds one, with its
+own logging) roadkit's lines start their message with ``request=<id>: `` (:func:`tag_messages`).
 """
 
 from __future__ import annotations
@@ -81,5 +83,50 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         rid = REQUEST_ID.get()
         record.request_id = rid or "-"
-        record.request = f" request={rid}" if rid else ""
+        # A message that tag_messages() started with the id already shows it.
+        record.request = f" request={rid}" if rid and not record.__dict__.get(_TAGGED) else ""
         return True
+
+
+# The attribute of a record whose message tag_messages() started with the id.
+_TAGGED = "roadkit_request_tagged"
+_tagging = False
+_in_formats = False
+
+
+def _ours(logger: str) -> bool:
+    """A logger of roadkit's or of one of its plugins (``roadkit_osrm``...)."""
+    return logger == "roadkit" or logger.startswith(("roadkit.", "roadkit_"))
+
+
+def ids_in_formats() -> None:
+    """Say that this process's log handlers write the id themselves (:class:`RequestIdFilter` and
+    ``%(request)s``, as a worker's do): messages stay as they were logged."""
+    global _in_formats
+    _in_formats = True
+
+
+def tag_messages() -> None:
+    """Start the message of roadkit's (and its plugins') log records created while a request is served with ``request=<id>: ``.
+
+    A record factory, installed once per process (over the factory in place), so that an application
+    embedding a service sees the id in roadkit's lines whatever its handlers and formats. Only the
+    message changes: no attribute that a caller's ``extra`` could clash with is added.
+    """
+    global _tagging
+    if _tagging:
+        return
+    _tagging = True
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        rid = REQUEST_ID.get()
+        if rid is not None and not _in_formats and _ours(record.name):
+            prefix = f"request={rid}: "
+            record.__dict__[_TAGGED] = True
+            # The id may hold a "%", which the message's own %-formatting must leave alone.
+            record.msg = (prefix.replace("%", "%%") if record.args else prefix) + str(record.msg)
+        return record
+
+    logging.setLogRecordFactory(factory)

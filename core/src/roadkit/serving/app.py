@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from roadkit.config.models import Probes, ServiceConfig
 from roadkit.errors import ConfigurationError
 from roadkit.plugins import Plugins
-from roadkit.requestid import REQUEST_ID, request_id
+from roadkit.requestid import REQUEST_ID, request_id, tag_messages
 from roadkit.routing.source import SourceState
 from roadkit.serving.access import AccessControl, Checks
 from roadkit.serving.accesslog import AccessLog
@@ -86,6 +86,7 @@ def create_app(
     names one. Embedding applications use :mod:`roadkit.asgi`, which builds this app from a service file.
     """
     service = config if isinstance(config, Service) else Service(config, plugins or Plugins.create(), id=service_id)
+    tag_messages()  # the request id in roadkit's log lines, whatever logging the host process set up
     access = service.config.access
     checks = Checks(access) if access is not None else None
     own_quotas = quotas is None and access is not None

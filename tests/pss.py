@@ -1,0 +1,82 @@
+"""The memory of a group of processes while something happens: their summed PSS, sampled every 50 ms.
+
+The proportional set size (PSS) splits a page that several processes share between them, so that the
+sum over the processes counts each page once: memory-mapped data that every worker maps counts once.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+MIB = 1 << 20
+
+
+def pss(pid: int) -> int:
+    """A process's proportional set size in bytes (0 when it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in text.splitlines() if line.startswith("Pss:")), 0)
+
+
+def mapped_pss(pid: int, data: str) -> int:
+    """The proportional set size in bytes of a process's mappings of the files whose path contains ``data``."""
+    try:
+        text = Path(f"/proc/{pid}/smaps").read_text()
+    except OSError:
+        return 0
+    total, counted = 0, False
+    for line in text.splitlines():
+        head = line.split(maxsplit=5)
+        if "-" in head[0] and len(head) >= 5:  # a mapping's header: address perms offset dev inode [path]
+            counted = len(head) == 6 and data in head[5]
+        elif counted and head[0] == "Pss:":
+            total += int(head[1]) * 1024
+    return total
+
+
+def family(pids: list[int]) -> set[int]:
+    """``pids`` and their descendants (a worker's engine children included)."""
+    found, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                todo.extend(int(child) for child in children.read_text().split())
+            except OSError:  # the thread or the process ended meanwhile
+                continue
+    return found
+
+
+class Sampler:
+    """The summed PSS of a set of processes and their descendants, every 50 ms in a thread: in all, and
+    of their mappings of the files whose path contains ``data`` (the data being switched)."""
+
+    def __init__(self, pids: list[int], data: str) -> None:
+        self.pids = pids
+        self.data = data
+        self.samples: list[int] = []
+        self.mapped: list[int] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.05):
+            pids = family(self.pids)
+            self.samples.append(sum(pss(pid) for pid in pids))
+            self.mapped.append(sum(mapped_pss(pid, self.data) for pid in pids))
+
+    def __enter__(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def mark(self) -> int:
+        """The number of samples taken so far (to split them in phases)."""
+        return len(self.samples)
