@@ -359,6 +359,21 @@ def test_a_string_or_a_table_where_a_list_is_expected_is_an_error(tmp_path: Path
     )
 
 
+def test_a_value_outside_a_fixed_list_names_the_values_allowed(tmp_path: Path) -> None:
+    # Before: "expected Literal (loud not in literal typing.Literal[...])", Python's spelling of the type.
+    write(tmp_path / "service.toml", '[application]\nname = "a"\ntitle = "b"\ndescription = "c"\n[http]\nserver = "gunicorn"\n')
+    server = write(
+        tmp_path / "server.toml",
+        '[administrator.logging]\nlevel = "loud"\n[[services]]\nid = "main"\nconfiguration = "service.toml"\nmode = 3\n',
+    )
+    assert problems_of(load_server, server) == [
+        f"{server}: administrator.logging.level: expected one of 'debug', 'info', 'warning', 'error', got 'loud'",
+        f"{server}: services[0].mode: expected one of 'child-process', 'same-process', got 3",
+    ]
+    service = tmp_path / "service.toml"
+    assert problems_of(load_service, service) == [f"{service}: http.server: expected one of 'hypercorn', 'uvicorn', got 'gunicorn'"]
+
+
 def test_a_file_larger_than_any_configuration_is_refused_without_being_read_whole(tmp_path: Path) -> None:
     # A path given to the admin API may name anything: a projections folder of /proc holds kcore
     # (terabytes), read whole before. A sparse file stands for it: 64 MiB, read only up to the limit.

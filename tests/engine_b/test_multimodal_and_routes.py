@@ -56,6 +56,16 @@ def test_route_constraints_are_applied_not_dropped(client: TestClient) -> None:
     assert banned["distance"] > free["distance"] * 1.2
 
 
+def test_a_ban_no_route_can_keep_is_no_path_found(client: TestClient) -> None:
+    # A point whose nearby roads leave only through the motorway: Road2 routed it on the motorway anyway.
+    params = {"start": "7.3950,43.7530", "end": "7.41337,43.72956"}
+    assert route(client, **params)["distance"] > 10_000
+    no_motorway = '{"constraintType":"banned","key":"wayType","operator":"=","value":"autoroute"}'
+    response = client.get(ROUTE, params={**BASE, **params, "constraints": no_motorway})
+    assert response.status_code == 404, response.text
+    assert response.json()["error"]["message"].startswith("No path found")
+
+
 def test_route_date_time_is_validated(client: TestClient) -> None:
     response = client.get(ROUTE, params={**BASE, "date_time": "15/06/2026 08:00"})
     assert response.status_code == 400 and "Parameter 'date_time' is invalid" in response.json()["error"]["message"]

@@ -2259,6 +2259,7 @@ ADAPTED: dict[tuple[str, str, str], tuple[int, str, str]] = {
     ),
 }
 
+
 def run_list() -> tuple[list[Any], set[tuple[str, str, str, int]]]:
     """The (scenario, method) pairs to run as pytest params, and the keys of those left out."""
     params: list[Any] = []

@@ -107,6 +107,8 @@ def _describe(exc: BaseException, _type: Any) -> str:
         return f"unknown key(s) {', '.join(sorted(exc.extra_fields))}"
     if isinstance(exc, TypeError | ValueError) and str(exc).startswith("expected"):
         return str(exc)
+    if typing.get_origin(_type) is typing.Literal:
+        return f"expected one of {', '.join(repr(choice) for choice in typing.get_args(_type))}"
     if _type is not None and getattr(_type, "__name__", None):
         return f"expected {_type.__name__} ({exc})"
     return str(exc)

@@ -50,13 +50,16 @@ def _banned_pairs(keys: dict[str, ConstraintKey]) -> list[tuple[str, str, str]]:
     ]
 
 
-def check_constraint_types(parameter: ConstraintParameter, sources: Sequence[Source], where: str, problems: list[str]) -> None:
-    """A problem for each constraint type a key allows that one of the sources never applies."""
+def check_constraint_types(
+    parameter: ConstraintParameter, sources: Sequence[Source], where: str, problems: list[str], operation: str = "route"
+) -> None:
+    """A problem for each constraint type a key allows that one of the sources never applies to ``operation``."""
     for key in parameter.keys.values():
         fields: list[str | None] = [v.get("field") for v in key.values.values()] or [key.field]
         for ctype in key.types:
             for source in sources:
-                reason = next((r for f in fields if (r := source.constraint_problem(ctype, key.key_type, f))), None)
+                reason = source.operation_constraint_problem(operation, ctype)
+                reason = reason or next((r for f in fields if (r := source.constraint_problem(ctype, key.key_type, f))), None)
                 if reason:
                     problems.append(
                         f"{where}.constraints.keys[key={key.key}].availableConstraintType: {ctype!r} is not applied by source "

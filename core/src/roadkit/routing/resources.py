@@ -170,7 +170,7 @@ def build_resource(
             params[spec.name] = param
         constraints = params.get("constraints")
         if isinstance(constraints, ConstraintParameter) and constraints.keys:
-            check_constraint_types(constraints, sources, where, problems)
+            check_constraint_types(constraints, sources, where, problems, op)
             params["constraints"] = learn_bans(constraints, sources, where)
         for name, cost_type in UNIT_PARAMETERS.items():
             for value in getattr(params.get(name), "values", ()):

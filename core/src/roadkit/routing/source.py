@@ -295,6 +295,13 @@ class Source:
         """
         return None
 
+    def operation_constraint_problem(self, operation: str, constraint_type: str) -> str | None:
+        """Why this source never applies a ``constraint_type`` constraint to ``operation`` requests (None: it does).
+
+        Checked with :meth:`constraint_problem` when a resource is built, for each operation apart.
+        """
+        return None
+
     def cost_constraint_problem(self, cost: Cost, constraint_type: str, key_type: str, field: str | None) -> str | None:
         """Why a request with ``cost`` can't get a ``constraint_type`` constraint on ``field`` (None: it can).
 

@@ -106,6 +106,12 @@ class PgRoutingSource(Source):
         """The columns of a cost (route key first, then isochrone key)."""
         return self.cost_table.find(cost)
 
+    def operation_constraint_problem(self, operation: str, constraint_type: str) -> str | None:
+        # An isochrone's contours are the real costs: a weighted cost would move them (Road2 ignored these).
+        if operation == "isochrone" and constraint_type != "banned":
+            return "pgRouting isochrones apply banned only (prefer and avoid weigh routes and matrices, not reach)"
+        return None
+
     def isochrone_limit(self, cost_type: str) -> float | None:
         limits = self.options.limits
         return limits.isochrone_time if cost_type == "time" else limits.isochrone_distance

@@ -28,9 +28,12 @@ def _parameter(spec: ParameterSpec) -> dict[str, Any]:
         "default": "true" if spec.defaulted else "false",
         "schema": schema,
         "example": spec.example,
+        # How many values: Road2 gives its parameters' min and max (0 for an optional one, 1 for one required).
+        "min": spec.min,
+        "max": spec.max,
     }
     if spec.multi:
-        entry.update(min=spec.min, max=spec.max, explode=False, style="pipeDelimited")
+        entry.update(explode="false", style="pipeDelimited")  # Road2's string, as required and default
     return entry
 
 
