@@ -60,6 +60,19 @@ async def test_import_writes_road2_schema_with_indexes_and_statistics(imported: 
     assert leftovers == []
 
 
+async def test_import_keeps_exactly_the_vertices_at_the_ways_ends(imported: str) -> None:
+    rows = await _fetch(
+        imported,
+        f"""SELECT (SELECT count(*) FROM {SCHEMA}.ways_vertices_pgr) AS vertices,
+                   (SELECT count(*) FROM (SELECT source FROM {SCHEMA}.ways UNION SELECT target FROM {SCHEMA}.ways) e) AS ends,
+                   (SELECT count(*) FROM {SCHEMA}.ways w
+                     WHERE NOT EXISTS (SELECT 1 FROM {SCHEMA}.ways_vertices_pgr v WHERE v.id = w.source)
+                        OR NOT EXISTS (SELECT 1 FROM {SCHEMA}.ways_vertices_pgr v WHERE v.id = w.target)) AS dangling""",
+    )
+    assert rows[0]["vertices"] == rows[0]["ends"] > 1000
+    assert rows[0]["dangling"] == 0
+
+
 async def test_import_costs_follow_one_ways_speeds_and_pedestrian_rules(imported: str) -> None:
     rows = await _fetch(
         imported,
