@@ -29,9 +29,14 @@ def _service_files(path: Path) -> list[tuple[str, Path, Path | None]]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from roadkit.config import load_server
+    from roadkit.process.zygote import spawn_zygotes
+
+    # The services' zygotes import the workers' code while this process imports the administrator's.
+    zygotes = spawn_zygotes(load_server(args.config))
     from roadkit.server import serve
 
-    return serve(args.config, log_level=args.log_level)
+    return serve(args.config, log_level=args.log_level, zygotes=zygotes)
 
 
 def _check(args: argparse.Namespace) -> int:

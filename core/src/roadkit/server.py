@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from roadkit.apis.admin import create_admin_app
 from roadkit.config import ServerConfig
 from roadkit.plugins import Plugins
 from roadkit.process.administrator import Administrator, run_administrator
+from roadkit.process.zygote import ZygoteProcess
 
 
 def administrator(config: ServerConfig, plugins: Plugins | None = None, *, log_level: str | None = None) -> Administrator:
@@ -15,6 +17,6 @@ def administrator(config: ServerConfig, plugins: Plugins | None = None, *, log_l
     return Administrator(config, plugins, admin_app=create_admin_app, log_level=log_level)
 
 
-def serve(path: Path, *, log_level: str | None = None) -> int:
-    """Run the administrator of a server file until SIGINT or SIGTERM (``roadkit serve``)."""
-    return run_administrator(path, admin_app=create_admin_app, log_level=log_level)
+def serve(path: Path, *, log_level: str | None = None, zygotes: Mapping[str, ZygoteProcess] | None = None) -> int:
+    """Run the administrator of a server file until SIGINT or SIGTERM (``roadkit serve``); ``zygotes``: started already."""
+    return run_administrator(path, admin_app=create_admin_app, log_level=log_level, zygotes=zygotes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from roadkit.process.listen import ListeningSockets, SocketServer
 from roadkit.process.management import Management
 from roadkit.process.metrics import metrics_app, scrape
 from roadkit.process.same_process import InProcessService
+from roadkit.process.zygote import ZygoteProcess
 from roadkit.serving.data_versions import requested_version, switch_document
 from roadkit.serving.documents import Kind, ServiceFiles
 
@@ -122,6 +123,10 @@ class Administrator:
         handle = self.handle(sid)
         await handle.restart()
         return handle.describe()
+
+    async def describe_apis(self, sid: str) -> dict[str, Any]:
+        """What the APIs of a running service add to its description (``ogcApis``: its OGC APIs)."""
+        return await self.handle(sid).describe_apis()
 
     async def projection(self, sid: str, pid: str) -> dict[str, str]:
         """One projection of a running service."""
@@ -275,13 +280,19 @@ def _configure_logging(config: ServerConfig, level: str | None) -> None:
         root.addHandler(handler)
 
 
-def run_administrator(path: Path, *, admin_app: AdminAppFactory, log_level: str | None = None) -> int:
-    """``roadkit serve``: run until SIGINT or SIGTERM."""
+def run_administrator(
+    path: Path, *, admin_app: AdminAppFactory, log_level: str | None = None, zygotes: Mapping[str, ZygoteProcess] | None = None
+) -> int:
+    """``roadkit serve``: run until SIGINT or SIGTERM. ``zygotes``: the services' workers' zygotes, started already."""
     config = load_server(path)
     _configure_logging(config, log_level)
 
     async def main() -> None:
         admin = Administrator(config, admin_app=admin_app, log_level=log_level)
+        for sid, zygote in (zygotes or {}).items():
+            handle = admin.handles.get(sid)
+            if isinstance(handle, ChildProcessService):
+                handle.adopt(zygote)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,7 +1,8 @@
 """A managed service in child processes (``mode = "child-process"``): its workers, crashes and restarts.
 
 The handle binds the service's listeners once (:class:`~roadkit.process.listen.ListeningSockets`) and
-starts ``workers`` processes (:mod:`roadkit.process.worker`) that inherit the sockets and accept on them.
+has its zygote (:mod:`roadkit.process.zygote`) fork ``workers`` processes (:mod:`roadkit.process.worker`)
+that get the sockets and accept on them.
 Each worker has a private channel (:mod:`roadkit.process.channel`) on which it says when it is ready and
 answers health, projections and publication calls: nothing polls the public listeners.
 
@@ -15,19 +16,15 @@ after a capped exponential back-off.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
 import signal
 import socket
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from roadkit.config import ManagedService, load_service
 from roadkit.config.allocator import preload
@@ -39,7 +36,8 @@ from roadkit.process import allocator
 from roadkit.process.accept import ConnectionTable
 from roadkit.process.channel import Channel, ChannelClosed, ChannelError
 from roadkit.process.listen import ListeningSockets, Rebind
-from roadkit.process.metrics import MetricsFolder
+from roadkit.process.metrics import MetricsFolder, process_memory
+from roadkit.process.zygote import Forked, ZygoteGone, ZygoteProcess
 from roadkit.serving.lifecycle import STATIC_HEALTH, HealthState, Lifecycle, MergedRuns, describe_exit
 from roadkit.serving.quotas import QuotaTable
 from roadkit.serving.service import Service
@@ -48,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: How long the administrator waits for a worker's health answer before calling it ``unknown``.
 HEALTH_TIMEOUT = 1.0
+#: The longest a zygote may take to fork a worker, its imports included (the startup time-out starts after).
+FORK_TIMEOUT = 60.0
 _SOURCE_ORDER = {"green": 0, "init": 1, "orange": 2}
 
 
@@ -79,12 +79,12 @@ class StartFailed(RoadkitError):
 
 
 class WorkerProcess:
-    """One worker process: spawned with its channel, its messages read, its exit awaited."""
+    """One worker process: forked with its channel, its messages read, its exit awaited."""
 
     def __init__(self, owner: ChildProcessService, index: int) -> None:
         self.owner = owner
         self.index = index
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: Forked | None = None
         self.channel: Channel | None = None
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved by whoever waits, if anyone
@@ -95,6 +95,8 @@ class WorkerProcess:
         #: Its slot in the owner's connection table (None: not balanced).
         self.table: ConnectionTable | None = None
         self.slot: int | None = None
+        #: What it was started with (its descriptors numbered as in the administrator).
+        self.spec: dict[str, Any] = {}
         #: The allocator library preloaded in the process (None: glibc's).
         self.library: Path | None = None
         #: The allocator read from the process's memory map (None: not read yet).
@@ -116,7 +118,7 @@ class WorkerProcess:
         return self.process is not None and not self.exited.is_set()
 
     async def spawn(self, listeners: dict[str, int]) -> None:
-        """Start the process with its end of a new channel and the listening sockets."""
+        """Fork the process with its end of a new channel and the listening sockets."""
         ours, theirs = socket.socketpair()
         managed = self.owner.managed
         table = self.table = self.owner.connection_table()
@@ -140,18 +142,24 @@ class WorkerProcess:
             **({"connections": {"fd": shared[0], "slot": self.slot}} if shared else {}),
             **({"quotas": quota_fds[0]} if quota_fds else {}),
         }
+        self.spec = spec
         self.library = library = preload(managed.allocator)
         self._allocator = None
+        fds = [theirs.fileno(), *listeners.values(), *shared, *quota_fds]
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.owner.command,
-                orjson.dumps(spec).decode(),
-                stdin=asyncio.subprocess.DEVNULL,
-                pass_fds=[theirs.fileno(), *listeners.values(), *shared, *quota_fds],
-                env={**allocator.environment(library), **self.owner.metrics().environment()},
-            )
+            async with asyncio.timeout(FORK_TIMEOUT):
+                self.process = await self.owner.zygote(library).fork(spec, fds, self.owner.metrics().environment(), self.owner.command)
+        except TimeoutError:
+            self._release()
+            ours.close()
+            raise StartFailed(f"{self.name}: the workers' zygote did not fork it within {FORK_TIMEOUT:g} s") from None
+        except ZygoteGone as exc:
+            self._release()
+            ours.close()
+            raise WorkerCrashed(f"{self.name}: {exc}") from None
         except BaseException:
             self._release()
+            ours.close()
             raise
         finally:
             theirs.close()
@@ -204,7 +212,8 @@ class WorkerProcess:
 
     async def _wait(self) -> None:
         assert self.process is not None
-        self.returncode = await self.process.wait()
+        self.returncode = await self.process.exited
+        self.process.close()
         self.exited.set()
         self._release()
         if self.channel is not None:
@@ -244,8 +253,7 @@ class WorkerProcess:
 
     def signal(self, sig: signal.Signals) -> None:
         if self.process is not None and not self.exited.is_set():
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(sig)
+            self.process.signal(sig)
 
     def kill(self) -> None:
         """SIGKILL (a misbehaving worker, or a start abandoned)."""
@@ -274,6 +282,9 @@ class WorkerProcess:
             if self._allocator in (None, "unknown"):  # read from its memory map once: what it really runs with
                 self._allocator = allocator.loaded(self.pid, self.library)
             entry["allocator"] = self._allocator
+            memory = process_memory(self.pid)
+            if memory is not None:
+                entry["memory"] = memory
         return entry
 
 
@@ -314,8 +325,10 @@ class ChildProcessService:
         self.access_log = access_log
         self.log_level = log_level
         self.log_file = log_file
-        #: How a worker is started (tests start other programs to play a misbehaving child).
-        self.command: list[str] = [sys.executable, "-m", "roadkit.process.worker"]
+        #: A program the forked worker runs instead of the worker (tests play misbehaving children with it).
+        self.command: list[str] | None = None
+        #: The zygotes that fork its workers, one per allocator library (None: glibc's).
+        self.zygotes: dict[Path | None, ZygoteProcess] = {}
         self.lifecycle = Lifecycle.INIT
         self.error = ""
         self.workers: list[WorkerProcess] = []
@@ -352,6 +365,19 @@ class ChildProcessService:
     def worker_count(self) -> int:
         return worker_count(self.managed.workers)
 
+    def adopt(self, zygote: ZygoteProcess) -> None:
+        """Fork its workers from ``zygote``, started already (:func:`~roadkit.process.zygote.spawn_zygotes`)."""
+        self.zygotes[zygote.library] = zygote
+        zygote.begin()
+
+    def zygote(self, library: Path | None) -> ZygoteProcess:
+        """The zygote of ``library``, started on first use (and again if it exited)."""
+        zygote = self.zygotes.get(library)
+        if zygote is None or zygote.exited:
+            zygote = self.zygotes[library] = ZygoteProcess(library, self.id, self.managed.configuration, self.cors)
+            zygote.begin()
+        return zygote
+
     def connection_table(self) -> ConnectionTable | None:
         """The table of the workers' connections, created with the first worker."""
         if self.table is None:
@@ -364,6 +390,7 @@ class ChildProcessService:
         """The first start. Failures are kept for health; a crash is retried after its back-off."""
         async with self._runs.lock:
             self.lifecycle = Lifecycle.STARTING
+            self.zygote(preload(self.managed.allocator))  # its imports run while the service file is checked
             await self._bring_up()
 
     async def restart(self) -> None:
@@ -380,6 +407,13 @@ class ChildProcessService:
         serving = any(worker.alive for worker in self.workers)
         self.lifecycle = Lifecycle.RESTARTING if serving else Lifecycle.STARTING
         if not await self._bring_up():
+            if any(worker.alive for worker in self.workers):
+                # The same answer as a service in the administrator's process: nothing was stopped.
+                raise RoadkitError(
+                    f"Service {self.id} can't start with its new configuration; the previous one keeps serving: {self.error}",
+                    code="reload_failed",
+                    status=503,
+                )
             raise StartFailed(f"Service {self.id} could not restart: {self.error}")
 
     async def reload(self) -> None:
@@ -495,6 +529,8 @@ class ChildProcessService:
         async with self._runs.lock:
             await asyncio.gather(*(worker.stop(self._stop_wait()) for worker in self.workers))
             self.workers = []
+            await asyncio.gather(*(zygote.close() for zygote in self.zygotes.values()))
+            self.zygotes.clear()
             self.sockets.close()
             if self.table is not None:
                 self.table.close()
@@ -634,6 +670,16 @@ class ChildProcessService:
         except (TimeoutError, ChannelError):
             raise RoadkitError(f"Service {self.id} did not answer", code="service_unavailable", status=503) from None
         return {"id": str(answer["id"]), "parameters": str(answer["parameters"])}
+
+    async def describe_apis(self) -> dict[str, Any]:
+        worker = next((w for w in self.workers if w.alive), None)
+        if worker is None or self.lifecycle not in (Lifecycle.READY, Lifecycle.RESTARTING, Lifecycle.RECOVERING):
+            return {}
+        try:
+            answer = await worker.request("describe_apis", timeout=5.0)
+        except (TimeoutError, ChannelError, RoadkitError):
+            return {}  # a worker that does not answer now: the description goes without
+        return answer if isinstance(answer, dict) else {}
 
     async def forward(self, op: str, item: str) -> None:
         """A publication call made in every worker; the first error is raised."""

@@ -95,6 +95,28 @@ def process_usage(pid: int) -> tuple[float, int] | None:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, int(fields[21]) * _PAGE_SIZE
 
 
+def process_memory(pid: int) -> dict[str, int] | None:
+    """A process's proportional (PSS) and unique (USS) memory in bytes, from ``/proc/<pid>/smaps_rollup``; None if unreadable.
+
+    PSS counts each shared page divided among the processes that map it (the workers' sum is what they
+    cost together); USS counts the pages no other process maps (what stopping this one would free).
+    """
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            lines = rollup.read().splitlines()
+    except OSError:
+        return None
+    kib = {}
+    for line in lines:
+        name, _, rest = line.partition(b":")
+        fields = rest.split()
+        if len(fields) == 2 and fields[1] == b"kB":
+            kib[name.decode()] = int(fields[0])
+    if "Pss" not in kib:
+        return None
+    return {"pss": kib["Pss"] * 1024, "uss": (kib.get("Private_Clean", 0) + kib.get("Private_Dirty", 0)) * 1024}
+
+
 class Scraped(Protocol):
     """What a scrape reads of a managed service (a :class:`~roadkit.process.handle.ServiceHandle`)."""
 

@@ -161,6 +161,9 @@ class InProcessService:
             raise RoadkitError(f"Service {self.id} is not running", code="service_unavailable", status=503)
         return self.service.projection(pid)
 
+    async def describe_apis(self) -> dict[str, Any]:
+        return {} if self.service is None else self.service.describe_apis()
+
     # Publication waits for a start or restart in progress: a file published meanwhile is
     # applied once the folders were read, never lost between the two. A stopped service reads it when it starts.
     async def publish_source(self, sid: str) -> None:

@@ -1,13 +1,13 @@
-"""A worker process of a managed service (``python -m roadkit.process.worker SPEC``), started by the administrator.
+"""A worker process of a managed service, forked by the service's zygote (:mod:`roadkit.process.zygote`).
 
 SPEC is a JSON object: ``service`` (id), ``configuration`` (the service file), ``cors``,
 ``channel`` (the descriptor of its end of the private channel), ``listeners`` (``{"host:port":
-descriptor}``: sockets the administrator bound and listens on), ``parent`` (the administrator's
-pid), ``worker`` (its index), ``access_log``, ``log_level``, ``log_file``, ``graceful_timeout``, and
+descriptor}``: sockets the administrator bound and listens on), ``parent`` (the pid of the process
+it dies with: its zygote), ``worker`` (its index), ``access_log``, ``log_level``, ``log_file``, ``graceful_timeout``, and
 ``quotas`` (the descriptor of the quota counters shared by the service's workers, with ``[access]``).
 
-It dies with the administrator: ``PR_SET_PDEATHSIG`` (SIGKILL) when the administrator dies, even by
-SIGKILL, and the end of the channel as a second signal (a graceful stop). It loads the service,
+It dies with the administrator: ``PR_SET_PDEATHSIG`` (SIGKILL) when its zygote dies, which dies with the
+administrator, even by SIGKILL, and the end of the channel as a second signal (a graceful stop). It loads the service,
 connects its sources, serves on the inherited sockets, says ``ready`` on the channel, answers the
 administrator's requests, and on ``stop`` (or SIGTERM) turns its readiness probe to 503, goes on
 serving for the service file's ``[probes] stop_delay`` (a load balancer notices), drains its HTTP
@@ -51,15 +51,28 @@ def die_with_parent(parent: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: the spec is the only argument."""
+    """Entry point of a program that runs a worker (tests play misbehaving workers with one): the spec is the only argument."""
     import orjson
 
     args = sys.argv[1:] if argv is None else argv
-    spec = orjson.loads(args[0])
-    die_with_parent(int(spec["parent"]))
+    return serve(orjson.loads(args[0]))
 
+
+def serve(spec: dict[str, Any], plugins: Any = None) -> int:
+    """Run the worker of ``spec`` until it is told to stop; its exit status. ``plugins``: loaded already (by the zygote)."""
+    die_with_parent(int(spec["parent"]))
     configure_logging(spec)
-    return asyncio.run(Worker(spec).run(), loop_factory=event_loop_factory())
+    return asyncio.run(Worker(spec, plugins).run(), loop_factory=event_loop_factory())
+
+
+def renumbered(spec: dict[str, Any], fds: dict[int, int]) -> dict[str, Any]:
+    """``spec`` with its descriptors' numbers replaced by ``fds`` (number in the sender: number here)."""
+    spec = {**spec, "channel": fds[int(spec["channel"])], "listeners": {k: fds[int(v)] for k, v in spec["listeners"].items()}}
+    if isinstance(spec.get("connections"), dict):
+        spec["connections"] = {**spec["connections"], "fd": fds[int(spec["connections"]["fd"])]}
+    if isinstance(spec.get("quotas"), int):
+        spec["quotas"] = fds[spec["quotas"]]
+    return spec
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -80,7 +93,7 @@ SERVICE_CALLS = ("publish_source", "remove_source", "publish_resource", "remove_
 
 def configure_logging(spec: dict[str, Any]) -> None:
     """Log to the inherited stderr (and the administrator's log file), each line naming the worker and the request."""
-    from roadkit.requestid import RequestIdFilter
+    from roadkit.requestid import RequestIdFilter, ids_in_formats
 
     fmt = f"%(asctime)s %(levelname)s %(name)s [{spec['service']}/{spec['worker']} pid %(process)d]%(request)s: %(message)s"
     logging.basicConfig(level=str(spec.get("log_level") or "info").upper(), format=fmt)
@@ -90,6 +103,7 @@ def configure_logging(spec: dict[str, Any]) -> None:
         logging.getLogger().addHandler(handler)
     for each in logging.getLogger().handlers:
         each.addFilter(RequestIdFilter())  # " request=<id>" in the lines written while a request is served
+    ids_in_formats()
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:
@@ -102,8 +116,9 @@ def error_body(exc: BaseException) -> dict[str, Any]:
 class Worker:
     """One worker: a Service and its HTTP server on the administrator's sockets."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], plugins: Any = None) -> None:
         self.spec = spec
+        self.plugins = plugins
         self.stopping = asyncio.Event()
         self.service: Any = None
         self.server: Any = None
@@ -147,7 +162,11 @@ class Worker:
         # The sources' engines default to this process's share of the cores.
         context = SourceContext.worker(int(self.spec.get("workers") or 1), connection_waiting)
         self.service = load(
-            Path(self.spec["configuration"]), Path(cors) if cors else None, Plugins.create(), id=self.spec["service"], context=context
+            Path(self.spec["configuration"]),
+            Path(cors) if cors else None,
+            self.plugins or Plugins.create(),
+            id=self.spec["service"],
+            context=context,
         )
         config = self.service.config
         fds: dict[str, int] = self.spec["listeners"]
@@ -255,6 +274,8 @@ class Worker:
             return health
         if op == "projection":
             return self.service.projection(str(args.get("id")))
+        if op == "describe_apis":
+            return self.service.describe_apis()
         if op in SERVICE_CALLS:
             method = getattr(self.service, op, None)
             if method is None:
@@ -266,7 +287,3 @@ class Worker:
                 result = await result
             return result if isinstance(result, dict | list | str | int | float | bool | None) else None
         raise RoadkitError(f"unknown request {op!r}", code="bad_request", status=400)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -253,6 +253,14 @@ class Service:
         """Let every plugin add to a GetCapabilities document of this service (the ``roadkit_capabilities`` hook)."""
         self.plugins.extend_capabilities(self, capabilities)
 
+    def describe_apis(self) -> dict[str, Any]:
+        """What the served APIs add to the admin API's description of this service (``ogcApis``...)."""
+        described: dict[str, Any] = {}
+        for api in served_apis(self.config, self.plugins):
+            if api.describe is not None:
+                described.update(api.describe(self))
+        return described
+
     def health(self) -> dict[str, Any]:
         """``{id, state, sources: [...]}``: green with no red source, red when half or more are red."""
         sources = [self._source_health(s) for s in self.sources.values()]

@@ -48,6 +48,8 @@ class Api:
     #: How a table becomes a ``settings_class`` when strict structuring is not enough (as ``Source.parse_options``):
     #: ``(table, resource file) -> settings``, raising ConfigurationError naming the file and key.
     parse_settings: Callable[[Mapping[str, Any], Path], Any] | None = None
+    #: What the API adds to the admin API's description of a running service (``ogcApis``: its OGC APIs), or None.
+    describe: Callable[[ServiceView], dict[str, Any]] | None = None
 
     def read_settings(self, table: Mapping[str, Any], path: Path) -> Any:
         """A resource's settings of this API, from its ``[apis.<name>]`` table (None when the API takes none)."""

@@ -57,6 +57,26 @@ def least_max_locations(settings: Any, costings: Iterable[str]) -> int | None:
     return min(found) if found else None
 
 
+def small_cache(mjolnir: dict[str, Any], tar: Path) -> None:
+    """A tile cache sized to the memory-mapped extract, instead of Valhalla's default flat one.
+
+    Tiles read from the extract point into its shared mapping, so the cache only indexes them; the
+    flat cache's index and a 1 GB cache's reserve cost every Actor about 8 MiB of its own on any
+    network. The simple cache bounded by twice the extract's size (it counts a tile at its size in
+    the extract) holds every tile, as the default did.
+    """
+    try:
+        size = tar.stat().st_size
+    except OSError:
+        return  # Valhalla names the missing extract itself
+    limit = max(2 * size, 16 << 20)
+    configured = mjolnir.get("max_cache_size")
+    if not isinstance(configured, int) or configured > limit:
+        mjolnir["max_cache_size"] = limit
+    mjolnir["use_simple_mem_cache"] = True
+    mjolnir["use_lru_mem_cache"] = False
+
+
 class ValhallaSource(ValhallaBase):
     """Valhalla tiles served by engine threads, one Actor each, created when the source connects."""
 
@@ -109,6 +129,8 @@ class ValhallaSource(ValhallaBase):
         limits = settings.setdefault("service_limits", {})
         if isinstance(limits, dict):
             limits["allow_hard_exclusions"] = True
+        if tar is not None:
+            small_cache(mjolnir, tar)
         return [valhalla.Actor(settings) for _ in range(self.threads())]
 
     async def connect(self) -> None:

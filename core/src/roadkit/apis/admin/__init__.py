@@ -85,7 +85,9 @@ def create_admin_app(admin: AdminBackend) -> Starlette:
         return JSONResponse(redact(admin.services()))
 
     async def service(request: Request) -> Response:
-        return JSONResponse(redact(admin.describe(service_id(request))))
+        sid = service_id(request)
+        description = admin.describe(sid)
+        return JSONResponse(redact({**description, **await admin.describe_apis(sid)}))
 
     async def restart(request: Request) -> Response:
         # Road2's verb is GET. Calls made during a start or restart are merged into one next restart.

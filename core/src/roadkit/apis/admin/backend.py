@@ -34,6 +34,10 @@ class AdminBackend(Protocol):
         """One managed service, described."""
         ...
 
+    async def describe_apis(self, sid: str) -> dict[str, Any]:
+        """What the APIs of a running service add to its description (``ogcApis``); empty when it is not running."""
+        ...
+
     async def health(self) -> dict[str, Any]:
         """The global state and each service's."""
         ...

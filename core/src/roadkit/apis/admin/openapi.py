@@ -257,6 +257,16 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                                             "jemalloc, the file name of a library given by path, or unknown."
                                         ),
                                     },
+                                    "memory": {
+                                        "type": "object",
+                                        "description": (
+                                            "The process's memory in bytes, read from /proc/<pid>/smaps_rollup: pss (proportional "
+                                            "set size, each shared page divided among the processes that map it) and uss (unique set "
+                                            "size, the pages only this process maps). Left out when it cannot be read."
+                                        ),
+                                        "required": ["pss", "uss"],
+                                        "properties": {"pss": {"type": "integer", "minimum": 0}, "uss": {"type": "integer", "minimum": 0}},
+                                    },
                                 },
                             },
                         },
@@ -279,6 +289,25 @@ def admin_openapi(base: str, plugins: Plugins | None = None) -> dict[str, Any]:
                         "reason": {"type": "string", "description": "Why the last start failed or a worker is missing."},
                         "configuration": {"type": "object"},
                         "configurationError": {"type": "array", "items": {"type": "string"}},
+                        "ogcApis": {
+                            "type": "array",
+                            "description": (
+                                "The OGC APIs the running service serves (the ogcapi-routes API: one per resource that "
+                                "computes routes), each with its URL on every listener: only in GET /services/{service}, and left out "
+                                "while the service is not running or serves no OGC API."
+                            ),
+                            "items": {
+                                "type": "object",
+                                "required": ["resource", "api", "path", "urls"],
+                                "properties": {
+                                    "resource": {"type": "string"},
+                                    "api": {"type": "string", "examples": ["ogcapi-routes/1.0"]},
+                                    "title": {"type": "string"},
+                                    "path": {"type": "string", "examples": ["/ogcapi-routes/1.0/monaco-osrm/"]},
+                                    "urls": {"type": "array", "items": {"type": "string", "format": "uri"}},
+                                },
+                            },
+                        },
                     },
                 },
                 "Projection": {
