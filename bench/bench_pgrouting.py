@@ -5,7 +5,8 @@ Run from the repository root with ``python -m bench.bench_pgrouting [--duration 
 cached dump of the tests, imported when missing).
 
 1. Overhead: roadkit serves the monaco graph over HTTP with the demo's recommended settings (child
-   processes, ``workers = "auto"``: one per core; the P connections split between the workers' pools);
+   processes, ``workers = "auto"``: one per core; the P connections split between the workers' pools),
+   and glibc's allocator in the workers as recommended for pgRouting isochrones (``--allocator``);
    the direct client replays, with asyncpg on uvloop and one pool of P connections, the very
    statements roadkit sent for each request (recorded through the source once: the same SQL, the same
    round trips, the pool's reset query when roadkit's pool runs one; an isochrone's hulls computed
@@ -428,7 +429,7 @@ PROFILE_SUSPECTS = {
 def overhead(args: argparse.Namespace, workdir: Path, dsn: str, postmaster: int) -> None:
     """Part 1: roadkit over HTTP against the direct replay of its statements, alternated rounds; the report."""
     service_port, admin_port = free_port(), free_port()
-    server = pgrouting_files(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers, TIMEOUT)
+    server = pgrouting_files(workdir, dsn, "monaco", args.pool, service_port, admin_port, args.workers, TIMEOUT, allocator=args.allocator)
     pairs = random_pairs(args.requests)
     rng = random.Random(11)
     xmin, ymin, xmax, ymax = MONACO_BBOX
@@ -477,7 +478,7 @@ def overhead(args: argparse.Namespace, workdir: Path, dsn: str, postmaster: int)
     print(
         f"\n{len(kept['route'])} Monaco routes, {len(kept['isochrone'])} isochrone points and {len(kept['matrix'])} matrices; "
         f"pool of {args.pool} on both sides; "
-        f"roadkit workers {args.workers}; statements per request "
+        f"roadkit workers {args.workers} (allocator {args.allocator}); statements per request "
         + ", ".join(f"{op} {n:.1f}" for op, n in round_trips.items())
         + " (no reset query: the pools keep their sessions)"
     )
@@ -518,6 +519,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--pool", type=int, default=8, help="connections of the direct pool, and of roadkit's workers' pools in all")
     parser.add_argument("--workers", default="auto", help='roadkit worker processes: a number or "auto" (one per core, the demo\'s)')
+    parser.add_argument(
+        "--allocator",
+        default="system",
+        help="the workers' allocator setting: \"system\" (recommended for pgRouting: GEOS's concave hull of an isochrone "
+        'takes about a quarter more CPU on tcmalloc), "auto", "tcmalloc"...',
+    )
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--scale-routes", type=int, default=15)

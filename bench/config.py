@@ -173,15 +173,25 @@ def pgrouting_source_file(workdir: Path, source_id: str, schema: str, *, timeout
 
 
 def pgrouting_files(
-    workdir: Path, dsn: str, schema: str, pool: int, port: int, admin: int, workers: str, timeout: float | None = None
+    workdir: Path,
+    dsn: str,
+    schema: str,
+    pool: int,
+    port: int,
+    admin: int,
+    workers: str,
+    timeout: float | None = None,
+    resource_id: str = "monaco",
+    allocator: str | None = None,
 ) -> Path:
-    """A service of one pgRouting source ``pg`` and resource ``monaco`` (routes, isochrones, matrices), in child-process workers.
+    """A service of one pgRouting source ``pg`` and resource ``resource_id`` (routes, isochrones, matrices), in child-process workers.
 
     ``pool`` connections in all: each worker's pool gets its share (as many as the direct client's pool).
-    Matrices up to 100 x 100 (the demo's resource allows 2,500 cells); ``timeout``: the source's, seconds."""
+    Matrices up to 100 x 100 (the demo's resource allows 2,500 cells); ``timeout``: the source's, seconds;
+    ``allocator``: the workers' setting (none: the default, ``"auto"``)."""
     count = worker_count(workers)
     resource = (
-        'id = "monaco"\ntype = "pgrouting"\nsources = '
+        f'id = "{resource_id}"\ntype = "pgrouting"\nsources = '
         '["pg"]\n[operations.route]\n[operations.isochrone]\ncostValue = { min = 1, max = 3600 }\n'
         "[operations.matrix]\nlimits = { sources = 100, targets = 100, cells = 10000 }\n"
     )
@@ -192,6 +202,7 @@ def pgrouting_files(
         sources={"pg.source": pgrouting_source("pg", schema, timeout=timeout)},
         resources={"pg.resource": resource},
         workers=int(workers) if workers.isdigit() else workers,
+        allocator=allocator,
         files={"db.toml": f'dsn = "{dsn}"\npool_size = {max(1, pool // count)}\n'},
     )
 
