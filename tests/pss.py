@@ -21,20 +21,32 @@ def pss(pid: int) -> int:
     return next((int(line.split()[1]) * 1024 for line in text.splitlines() if line.startswith("Pss:")), 0)
 
 
-def mapped_pss(pid: int, data: str) -> int:
-    """The proportional set size in bytes of a process's mappings of the files whose path contains ``data``."""
+def mapped_rss(pid: int, data: str) -> dict[str, int]:
+    """The resident bytes of a process's mappings of each file whose path contains ``data``."""
     try:
         text = Path(f"/proc/{pid}/smaps").read_text()
     except OSError:
-        return 0
-    total, counted = 0, False
+        return {}
+    found: dict[str, int] = {}
+    path: str | None = None
     for line in text.splitlines():
         head = line.split(maxsplit=5)
         if "-" in head[0] and len(head) >= 5:  # a mapping's header: address perms offset dev inode [path]
-            counted = len(head) == 6 and data in head[5]
-        elif counted and head[0] == "Pss:":
-            total += int(head[1]) * 1024
-    return total
+            path = head[5] if len(head) == 6 and data in head[5] else None
+        elif path is not None and head[0] == "Rss:":
+            found[path] = found.get(path, 0) + int(head[1]) * 1024
+    return found
+
+
+def mapped(pids: set[int], data: str) -> int:
+    """The memory the files whose path contains ``data`` take in all: each file counted once, at the most
+    any process has of it resident (a sum of PSS read process after process would count a file more than
+    once while a second process maps it between two reads)."""
+    most: dict[str, int] = {}
+    for pid in pids:
+        for path, rss in mapped_rss(pid, data).items():
+            most[path] = max(most.get(path, 0), rss)
+    return sum(most.values())
 
 
 def family(pids: list[int]) -> set[int]:
@@ -52,8 +64,8 @@ def family(pids: list[int]) -> set[int]:
 
 
 class Sampler:
-    """The summed PSS of a set of processes and their descendants, every 50 ms in a thread: in all, and
-    of their mappings of the files whose path contains ``data`` (the data being switched)."""
+    """The summed PSS of a set of processes and their descendants, every 50 ms in a thread, and the
+    memory of the files whose path contains ``data`` (the data being switched) they map."""
 
     def __init__(self, pids: list[int], data: str) -> None:
         self.pids = pids
@@ -61,13 +73,15 @@ class Sampler:
         self.samples: list[int] = []
         self.mapped: list[int] = []
         self.stop = threading.Event()
+        self.lock = threading.Lock()  # held while a sample is taken: a mark falls between two samples
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self.stop.wait(0.05):
-            pids = family(self.pids)
-            self.samples.append(sum(pss(pid) for pid in pids))
-            self.mapped.append(sum(mapped_pss(pid, self.data) for pid in pids))
+            with self.lock:
+                pids = family(self.pids)
+                self.samples.append(sum(pss(pid) for pid in pids))
+                self.mapped.append(mapped(pids, self.data))
 
     def __enter__(self) -> Sampler:
         self.thread.start()
@@ -78,5 +92,7 @@ class Sampler:
         self.thread.join()
 
     def mark(self) -> int:
-        """The number of samples taken so far (to split them in phases)."""
-        return len(self.samples)
+        """The number of samples taken so far (to split them in phases), once the one under way is taken:
+        a sample begun before the mark belongs to the phase before it."""
+        with self.lock:
+            return len(self.samples)
