@@ -60,6 +60,17 @@ async def test_import_writes_road2_schema_with_indexes_and_statistics(imported: 
     assert leftovers == []
 
 
+async def test_import_stores_the_ways_by_importance(imported: str) -> None:
+    # A long route reads its main network from few pages when the ways are stored in importance order.
+    rows = await _fetch(
+        imported,
+        f"""SELECT count(DISTINCT importance) AS levels, count(*) FILTER (WHERE importance < before) AS out_of_order
+            FROM (SELECT importance, lag(importance) OVER (ORDER BY ctid) AS before FROM {SCHEMA}.ways) w""",
+    )
+    assert rows[0]["levels"] > 2
+    assert rows[0]["out_of_order"] == 0
+
+
 async def test_import_keeps_exactly_the_vertices_at_the_ways_ends(imported: str) -> None:
     rows = await _fetch(
         imported,

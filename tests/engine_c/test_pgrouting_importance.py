@@ -152,6 +152,13 @@ async def test_long_route_searches_the_main_network_and_local_streets_near_its_p
     assert minor_far == 0, "streets of the main network only, away from the points"
     assert main < len(ids) < everything / 3, (main, len(ids), everything)
     assert "importance" in sql
+    conn = await asyncpg.connect(grid_dsn)
+    try:  # the level is compared in the column's type (integer): PostgreSQL can use its index, not a cast column's
+        await conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}"))
+    finally:
+        await conn.close()
+    assert "ways_importance_idx" in plan, plan
 
 
 async def test_short_route_searches_every_street_of_its_box(grid_dsn: str, grid_source: PgRoutingSource) -> None:

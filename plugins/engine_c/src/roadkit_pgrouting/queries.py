@@ -45,7 +45,7 @@ from roadkit.contract.sources import (
 )
 from roadkit_pgrouting import avoidance, isochrones
 from roadkit_pgrouting.options import PgCost, quote
-from roadkit_pgrouting.sql import Binder, banned, weighted
+from roadkit_pgrouting.sql import CASTS, Binder, banned, weighted
 
 if TYPE_CHECKING:
     from roadkit_pgrouting.source import PgRoutingSource
@@ -58,6 +58,7 @@ METERS_PER_DEGREE = 111_320.0
 RESTRICTION_COST = 1e7  # a forbidden turn costs more than any route
 VIA_OPTIONS = "directed => true, strict => true, u_turn_on_edge => true"
 STATEMENTS_KEPT = 256  # statements a source keeps built (per shape of request)
+NUMERIC_CASTS = frozenset({"int2", "int4", "int8", "float4", "float8", "numeric"})
 
 
 def _names(source: PgRoutingSource) -> dict[str, str]:
@@ -146,7 +147,9 @@ def _search_area(source: PgRoutingSource, binder: Binder, count: int, wide: bool
     )
     if not (wide and storage.importance_column):
         return area
-    level = binder.ref(float(search.importance_level), "float8")
+    # Compared in the column's own type: PostgreSQL then uses the column's index (not a cast column's).
+    cast = CASTS.get(source._columns.get(storage.importance_column, ""), "float8")
+    level = binder.ref(int(search.importance_level), cast if cast in NUMERIC_CASTS else "float8")
     local = [
         _envelope(
             binder,
