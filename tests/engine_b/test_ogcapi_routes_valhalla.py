@@ -103,9 +103,14 @@ def test_the_engine_reads_the_networks_local_time() -> None:
 
 
 def test_a_departure_the_engine_cant_read_is_unroutable(client: TestClient) -> None:
-    when = {"value": {"timestamp": "1900-06-01T08:00:00Z"}}  # Valhalla reads years from 1901
-    answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when))
-    assert answer.status_code == 422 and "inputs.when.value.timestamp" in answer.text
+    # Valhalla reads years from 1901; Monaco's time of the last hour of 9999 (UTC) is in year 10000.
+    for when in (
+        {"value": {"timestamp": "1900-06-01T08:00:00Z"}},
+        {"value": {"timestamp": "9999-12-31T23:59:59Z"}},
+        {"value": {"timestamp": "9999-12-31T23:59:59Z", "type": "arrival"}},
+    ):
+        answer = client.post(ROUTES, json=ogc.definition(ogc.START, ogc.END, when=when))
+        assert answer.status_code == 422 and "inputs.when.value.timestamp" in answer.text, (when, answer.text)
 
 
 def square(center: list[float], half: float) -> list[list[float]]:

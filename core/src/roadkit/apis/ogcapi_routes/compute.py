@@ -63,9 +63,12 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
         moment = began.replace(microsecond=0)  # the time class's default: an immediate departure
     local = None
     if moment is not None and offer.zone is not None:
-        local = local_departure(moment, offer.zone)
         first, last = source.date_time_years
-        if not first <= local.year <= last:
+        try:  # the network's time of 9999-12-31T23:00Z is past the last date Python writes
+            local = local_departure(moment, offer.zone)
+        except OverflowError:
+            local = None
+        if local is None or not first <= local.year <= last:
             raise NotRoutable(f"inputs.when.value.timestamp: the engine reads years from {first} to {last}")
     project = service.projections.transform
     request = RouteRequest(
@@ -130,8 +133,10 @@ async def compute(service: ServiceView, offer: Offer, definition: Definition) ->
     end_point: dict[str, Any] = {"featureType": "end"}
     if moment is not None:
         leaves = moment.timestamp() - (overview["duration_s"] if definition.arrival else 0)
-        start["timestamp"] = _utc(leaves)
-        end_point["timestamp"] = _utc(leaves + overview["duration_s"])
+        try:
+            start["timestamp"], end_point["timestamp"] = _utc(leaves), _utc(leaves + overview["duration_s"])
+        except (OverflowError, ValueError):  # a route that leaves before year 1 or arrives after 9999
+            raise NotRoutable("inputs.when.value.timestamp: the route's times are past the last date an answer can hold") from None
     features = [
         {"type": "Feature", "geometry": {"type": "LineString", "coordinates": line}, "properties": overview},
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": line[0]}, "properties": start},
