@@ -41,8 +41,12 @@ def monaco_pbf() -> Path:
 
 
 def copy_example(target: Path, data: Path, ignore: tuple[str, ...] = ()) -> Path:
-    """The Monaco example's configuration copied to ``target`` with ``data/`` pointing at ``data``."""
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("data", "*.pbf", *ignore), dirs_exist_ok=True)
+    """The Monaco example's configuration copied to ``target`` with ``data/`` pointing at ``data``.
+
+    What a demo run left in the example (its stored OGC routes) stays there: each test starts empty.
+    """
+    runtime = ("*.sqlite", "*.sqlite-*")
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("data", "*.pbf", *runtime, *ignore), dirs_exist_ok=True)
     os.symlink(MONACO_PBF, target / "monaco.osm.pbf")
     (target / "data").symlink_to(data, target_is_directory=True)
     return target
