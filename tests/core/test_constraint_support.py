@@ -24,7 +24,7 @@ class PickySource(StraightLineSource):
     kind = "picky"
     constraint_key_types: ClassVar[Mapping[str, ConstraintKeyType]] = {"name-osrm": ConstraintKeyType(("=",))}
 
-    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+    def constraint_problem(self, operation: str, constraint_type: str, key_type: str, field: str | None) -> str | None:
         return None if constraint_type == "banned" else "this engine has no preference weights"
 
     def supported_bans(self, fields: Collection[str], most: int) -> Collection[frozenset[str]] | None:

@@ -58,8 +58,7 @@ def check_constraint_types(
         fields: list[str | None] = [v.get("field") for v in key.values.values()] or [key.field]
         for ctype in key.types:
             for source in sources:
-                reason = source.operation_constraint_problem(operation, ctype)
-                reason = reason or next((r for f in fields if (r := source.constraint_problem(ctype, key.key_type, f))), None)
+                reason = next((r for f in fields if (r := source.constraint_problem(operation, ctype, key.key_type, f))), None)
                 if reason:
                     problems.append(
                         f"{where}.constraints.keys[key={key.key}].availableConstraintType: {ctype!r} is not applied by source "

@@ -287,18 +287,11 @@ class Source:
         """
         return ()
 
-    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
-        """Why this source never applies a ``constraint_type`` constraint on such a key (None: it does).
+    def constraint_problem(self, operation: str, constraint_type: str, key_type: str, field: str | None) -> str | None:
+        """Why this source never applies a ``constraint_type`` constraint on such a key to ``operation`` requests (None: it does).
 
         A resource key that allows a constraint type one of its sources never applies is refused in
         the configuration, so that the capabilities only advertise what requests get.
-        """
-        return None
-
-    def operation_constraint_problem(self, operation: str, constraint_type: str) -> str | None:
-        """Why this source never applies a ``constraint_type`` constraint to ``operation`` requests (None: it does).
-
-        Checked with :meth:`constraint_problem` when a resource is built, for each operation apart.
         """
         return None
 

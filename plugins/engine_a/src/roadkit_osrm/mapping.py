@@ -65,7 +65,7 @@ class OsrmKind:
     def costs(self) -> Sequence[Cost]:
         return [Cost(self.options.cost.profile, self.options.cost.optimization)]
 
-    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+    def constraint_problem(self, operation: str, constraint_type: str, key_type: str, field: str | None) -> str | None:
         return constraint_problem(constraint_type)
 
 

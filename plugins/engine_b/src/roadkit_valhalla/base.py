@@ -140,7 +140,7 @@ class ValhallaBase(Source, NativeSource):
         """The Valhalla costing of a cost (route key first, then isochrone key)."""
         return self.cost_table.find(cost)
 
-    def constraint_problem(self, constraint_type: str, key_type: str, field: str | None) -> str | None:
+    def constraint_problem(self, operation: str, constraint_type: str, key_type: str, field: str | None) -> str | None:
         if constraint_type == "banned":
             return None
         option = preference_option(field)

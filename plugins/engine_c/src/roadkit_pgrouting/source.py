@@ -106,7 +106,7 @@ class PgRoutingSource(Source):
         """The columns of a cost (route key first, then isochrone key)."""
         return self.cost_table.find(cost)
 
-    def operation_constraint_problem(self, operation: str, constraint_type: str) -> str | None:
+    def constraint_problem(self, operation: str, constraint_type: str, key_type: str, field: str | None) -> str | None:
         # An isochrone's contours are the real costs: a weighted cost would move them (Road2 ignored these).
         if operation == "isochrone" and constraint_type != "banned":
             return "pgRouting isochrones apply banned only (prefer and avoid weigh routes and matrices, not reach)"
