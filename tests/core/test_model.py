@@ -7,8 +7,9 @@ import pytest
 import shapely
 from shapely.geometry import shape
 
-from roadkit.routing.geometry import write_geometry
-from roadkit.routing.model import GeoJSONText, way_name
+from roadkit.routing.geometry import line, write_geometry
+from roadkit.routing.model import GeoJSONText, LineText, way_name
+from roadkit.routing.projections import ProjectionRegistry
 
 
 @pytest.mark.parametrize(
@@ -54,3 +55,35 @@ def test_geojson_text_in_geojson_is_the_text_itself() -> None:
     written = write_geometry(GeoJSONText("Polygon", text), "geojson")
     assert isinstance(written, orjson.Fragment)
     assert orjson.dumps([written]) == b"[" + text + b"]"
+
+
+LINE = [(7.4212345, 43.7312345), (7.42, 43.74), (7.43, 43.75)]
+WORLD = ProjectionRegistry.from_folder(None)
+WORLD.add("EPSG:3857", "+proj=merc +a=6378137 +b=6378137 +lat_ts=0 +lon_0=0 +x_0=0 +y_0=0 +k=1 +units=m +no_defs")
+#: A line as PostGIS writes it (``ST_AsGeoJSON(..., 7)``): the text a pgRouting source hands over.
+LINE_TEXT = '{"type":"LineString","coordinates":[[7.4212345,43.7312345],[7.42,43.74],[7.43,43.75]]}'
+
+
+def test_line_text_reads_as_its_coordinates() -> None:
+    text = LineText(LINE_TEXT)
+    assert len(text) == 3 and text[0] == LINE[0] and text[-1] == LINE[-1] and text[1:] == LINE[1:]
+    assert list(text) == LINE and text == LINE and LINE == text and text != LINE[:2]  # noqa: SIM300 (both sides of ==)
+    assert isinstance(text[0], tuple)
+
+
+@pytest.mark.parametrize("fmt", ["geojson", "polyline", "wkt"])
+def test_line_text_is_written_as_its_list_is(fmt: str) -> None:
+    assert orjson.dumps(write_geometry(line(LineText(LINE_TEXT)), fmt)) == orjson.dumps(write_geometry(line(LINE), fmt))
+
+
+def test_line_text_in_geojson_is_the_text_unread() -> None:
+    text = LineText(LINE_TEXT)
+    written = write_geometry(line(WORLD.transform(text, "EPSG:4326", "EPSG:4326")), "geojson")
+    assert isinstance(written, orjson.Fragment) and orjson.dumps(written) == LINE_TEXT.encode()
+    assert text._coords is None  # nothing parsed: no Python object per coordinate
+
+
+def test_line_text_in_another_crs_is_reprojected() -> None:
+    projected = WORLD.transform(LineText(LINE_TEXT), "EPSG:4326", "EPSG:3857")
+    assert projected == WORLD.transform(LINE, "EPSG:4326", "EPSG:3857")
+    assert 826_000 < projected[0][0] < 827_000

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from pypolyline.cutil import encode_coordinates
 
-from roadkit.routing.model import Coord, GeoJSONText
+from roadkit.routing.model import Coord, GeoJSONText, LineText
 
 GEOMETRY_FORMATS = ("geojson", "polyline", "wkt")
 
@@ -131,8 +131,11 @@ def write_geometry(geometry: Mapping[str, Any], fmt: str) -> Any:
     raise ValueError(f"unknown geometry format {fmt}")
 
 
-def line(coords: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """A GeoJSON LineString dict (coordinate tuples serialise as JSON arrays)."""
+def line(coords: Sequence[Sequence[float]]) -> Mapping[str, Any]:
+    """A GeoJSON LineString dict (coordinate tuples serialise as JSON arrays); the GeoJSON text of a
+    :class:`LineText` as it is (write it with :func:`write_geometry`)."""
+    if isinstance(coords, LineText):
+        return GeoJSONText("LineString", coords.text, coords._coords)
     return {"type": "LineString", "coordinates": coords}
 
 

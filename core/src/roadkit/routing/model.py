@@ -8,7 +8,7 @@ source; the API reprojects them into the CRS the user asked for.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -101,9 +101,11 @@ class RouteRequest:
 
 @attrs.frozen
 class Step:
-    """One maneuver of a portion; ``instruction`` has OSRM's shape (type, modifier?, exit?)."""
+    """One maneuver of a portion; ``instruction`` has OSRM's shape (type, modifier?, exit?).
 
-    geometry: list[Coord]
+    ``geometry``: a list of coordinates, or a :class:`LineText` an engine wrote as GeoJSON."""
+
+    geometry: Sequence[Coord]
     distance: float
     duration: float
     attributes: dict[str, Any] = attrs.field(factory=dict)
@@ -140,7 +142,7 @@ class RouteResponse:
 
     start: Coord
     end: Coord
-    geometry: list[Coord]
+    geometry: Sequence[Coord]  # a list, or a LineText
     distance: float
     duration: float
     portions: list[Portion]
@@ -218,10 +220,10 @@ class GeoJSONText(Mapping[str, Any]):
 
     __slots__ = ("_coordinates", "text", "type")
 
-    def __init__(self, kind: str, text: bytes) -> None:
+    def __init__(self, kind: str, text: str | bytes, coordinates: Any = None) -> None:
         self.type = kind
         self.text = text
-        self._coordinates: Any = None
+        self._coordinates: Any = coordinates  # when already read
 
     def __getitem__(self, key: str) -> Any:
         if key == "type":
@@ -244,6 +246,46 @@ class GeoJSONText(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"GeoJSONText({self.type!r}, {self.text[:60]!r}...)"
+
+
+class LineText(Sequence[Coord]):
+    """A line's coordinates as an engine wrote them, a GeoJSON ``LineString`` (as ``orjson.dumps`` writes
+    its dict), read on demand.
+
+    The GeoJSON output inserts ``text`` as it is (:func:`roadkit.routing.geometry.line`); anything
+    else (another CRS, polyline, WKT, a bbox) reads the coordinates, parsed once, as ``(x, y)`` tuples.
+    A route of a hundred points then costs no Python object per coordinate when asked in GeoJSON.
+    """
+
+    __slots__ = ("_coords", "text")
+
+    def __init__(self, text: str | bytes) -> None:
+        self.text = text
+        self._coords: list[Coord] | None = None
+
+    @property
+    def coords(self) -> list[Coord]:
+        if self._coords is None:
+            self._coords = list(map(tuple, orjson.loads(self.text)["coordinates"]))
+        return self._coords
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.coords[index]
+
+    def __len__(self) -> int:
+        return len(self.coords)
+
+    def __iter__(self) -> Iterator[Coord]:
+        return iter(self.coords)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self.coords) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.coords))
+
+    def __repr__(self) -> str:
+        return f"LineText({self.text[:60]!r}...)"
 
 
 @attrs.frozen

@@ -116,8 +116,10 @@ class ProjectionRegistry:
 
     def transform(self, coords: Sequence[Sequence[float]], source: str, target: str) -> list[Coord]:
         """Coordinates reprojected from ``source`` to ``target`` (the same list when they are equal)."""
-        if source == target or not coords:
-            return coords  # type: ignore[return-value]
+        if source == target:
+            return coords  # type: ignore[return-value]  # as it is: a LineText stays unread
+        if not coords:
+            return []
         xs, ys = zip(*((c[0], c[1]) for c in coords), strict=True)
         tx, ty = self.transformer(source, target).transform(xs, ys)
         return list(zip(tx, ty, strict=True))

@@ -20,14 +20,13 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from roadkit.contract.sources import (
     Constraint,
     Coord,
     EngineError,
     IsochroneRequest,
     IsochroneResponse,
+    LineText,
     MatrixRequest,
     MatrixResponse,
     NearestPoint,
@@ -189,11 +188,13 @@ def _route_sql(source: PgRoutingSource, request: RouteRequest, cost: PgCost, bin
     else:
         call = f"pgr_withPointsVia({edges}, {binder.text(points)}, {via}, {VIA_OPTIONS})"
     distance, duration = cost.distance, cost.duration
-    attributes = _attribute_columns(source, request)
-    extra = "".join(f", w.{quote(column)}::text AS {quote('a_' + key)}" for key, column in attributes)
-    aggregates = "".join(f", array_agg({quote('a_' + key)} ORDER BY seq) AS {quote('a_' + key)}" for key, _ in attributes)
-    # One JSON array for the geometries of all the edges (one parse): a GeoJSON line per edge, null when nothing is travelled.
-    cut = "ST_AsGeoJSON(CASE WHEN a < b THEN ST_LineSubstring(the_geom, a, b) ELSE ST_Reverse(ST_LineSubstring(the_geom, b, a)) END, 7)"
+    described = _attribute_columns(source, request)
+    attributes = [quote("a_" + key) for key, _ in described]
+    extra = "".join(f", w.{quote(column)}::text AS {a}" for (_, column), a in zip(described, attributes, strict=True))
+    # What makes consecutive edges one step: the way's name and the attributes the steps carry.
+    same = f"ROW(way_name{''.join(', ' + a for a in attributes)})"
+    firsts = "".join(f", (array_agg({a} ORDER BY seq))[1] AS {a}" for a in attributes)
+    aggregates = "".join(f", array_agg({a} ORDER BY seq) AS {a}" for a in attributes)
     return binder.statement(f"""
 WITH {snap}, found AS (
   {found}
@@ -213,12 +214,35 @@ WITH {snap}, found AS (
   LEFT JOIN pts pa ON pa.node = r.node LEFT JOIN {names["vertices"]} va ON va.id = r.node
   LEFT JOIN pts pb ON pb.node = r.next LEFT JOIN {names["vertices"]} vb ON vb.id = r.next
   WHERE r.edge > 0
-), legs AS (
-  SELECT array_agg(path_id ORDER BY seq) AS path_ids, array_agg(edge ORDER BY seq) AS edges, array_agg(way_name ORDER BY seq) AS way_names,
-         array_agg(abs(b - a) * abs(CASE WHEN a <= b THEN d_fwd ELSE d_rev END) ORDER BY seq) AS distances,
-         array_agg(abs(b - a) * abs(CASE WHEN a <= b THEN t_fwd ELSE t_rev END) ORDER BY seq) AS durations,
-         '[' || string_agg(CASE WHEN a = b THEN 'null' ELSE {cut} END, ',' ORDER BY seq) || ']' AS geometries{aggregates}
+), part AS (
+  -- The travelled part of each edge (none where a = b), its length and time; an edge where nothing is
+  -- travelled starts no step, unless it is the first of its leg.
+  SELECT seq, path_id, way_name{"".join(", " + a for a in attributes)},
+         CASE WHEN a = b THEN NULL WHEN a < b THEN ST_LineSubstring(the_geom, a, b)
+              ELSE ST_Reverse(ST_LineSubstring(the_geom, b, a)) END AS piece,
+         abs(b - a) * abs(CASE WHEN a <= b THEN d_fwd ELSE d_rev END) AS distance,
+         abs(b - a) * abs(CASE WHEN a <= b THEN t_fwd ELSE t_rev END) AS duration,
+         row_number() OVER (PARTITION BY path_id ORDER BY seq) = 1 AS first
   FROM seg
+), kept AS (
+  SELECT part.*, CASE WHEN first OR {same} IS DISTINCT FROM lag({same}) OVER leg THEN 1 ELSE 0 END AS starts
+  FROM part WHERE piece IS NOT NULL OR first
+  WINDOW leg AS (PARTITION BY path_id ORDER BY seq)
+), steps AS (
+  -- Consecutive edges of a leg with the same name and attributes: one step, its line joined (ST_MakeLine
+  -- keeps each shared point once).
+  SELECT path_id, min(seq) AS seq, (array_agg(way_name ORDER BY seq))[1] AS way_name{firsts},
+         ST_MakeLine(array_agg(piece ORDER BY seq) FILTER (WHERE piece IS NOT NULL)) AS line,
+         sum(distance) AS distance, sum(duration) AS duration
+  FROM (SELECT kept.*, sum(starts) OVER (PARTITION BY path_id ORDER BY seq) AS step FROM kept) AS numbered
+  GROUP BY path_id, step
+), legs AS (
+  SELECT array_agg(path_id ORDER BY seq) AS path_ids, array_agg(way_name ORDER BY seq) AS way_names,
+         array_agg(distance ORDER BY seq) AS distances, array_agg(duration ORDER BY seq) AS durations,
+         array_agg(ST_AsGeoJSON(line, 7) ORDER BY seq) AS geometries,
+         ST_AsGeoJSON(ST_MakeLine(array_agg(line ORDER BY seq) FILTER (WHERE line IS NOT NULL)), 7) AS geometry{aggregates},
+         (SELECT array_agg(edge ORDER BY seq) FROM seg) AS edges
+  FROM steps
 )
 SELECT box.ok, box.ids, box.fractions, box.xs, box.ys, box.meters, legs.* FROM box, legs""")
 
@@ -298,53 +322,32 @@ def _same_place(snapped: list[tuple[int, float, Coord]]) -> bool:
 
 
 def _route_response(request: RouteRequest, snapped: list[tuple[int, float, Coord]], row: Any, source: PgRoutingSource) -> RouteResponse:
-    """Portions and steps from the route's row: consecutive edges of a leg with the same attributes make one step."""
+    """Portions and steps from the route's row: one entry per step (leg, name, attributes, line as GeoJSON text)."""
     located = [s[2] for s in snapped]
     extra = [(key, row["a_" + key]) for key, _ in _attribute_columns(source, request)]
-    legs: dict[int, list[int]] = {}
-    for index, path_id in enumerate(row["path_ids"] or ()):
-        legs.setdefault(path_id, []).append(index)
-    names, distances, durations = row["way_names"], row["distances"], row["durations"]
-    geometries = orjson.loads(row["geometries"]) if row["geometries"] else []  # one JSON array: a GeoJSON line (or null) per edge
+    path_ids = row["path_ids"] or ()
+    names, distances, durations, lines = row["way_names"], row["distances"], row["durations"], row["geometries"]
     portions = []
-    geometry: list[Coord] = []
-    for leg_index in range(len(located) - 1):
-        steps: list[Step] = []
-        # The step being built: its geometry, distance, duration, attributes.
-        line: list[Coord] = []
-        distance = duration = 0.0
-        attributes: dict[str, Any] | None = None
-        for i in legs.get(leg_index + 1, ()):
-            line_string = geometries[i]
-            coords: list[Coord] = list(map(tuple, line_string["coordinates"])) if line_string else []
-            attrs = {"name": way_name(names[i] or "")}
+    i = 0
+    for leg in range(1, len(located)):
+        steps = []
+        while i < len(path_ids) and path_ids[i] == leg:  # the steps come in travel order, leg after leg
+            attributes = {"name": way_name(names[i] or "")}
             for key, values in extra:
-                attrs[key] = values[i]
-            if attributes is not None and attributes == attrs:
-                line.extend(coords[1:] if coords and line and coords[0] == line[-1] else coords)
-                distance += distances[i]
-                duration += durations[i]
-            elif coords or attributes is None:
-                if attributes is not None:
-                    steps.append(Step(line, distance, duration, attributes, {}))
-                line, distance, duration, attributes = coords, distances[i], durations[i], attrs
-        if attributes is not None:
-            steps.append(Step(line, distance, duration, attributes, {}))
-        for step in steps:
-            for point in step.geometry:
-                if not geometry or geometry[-1] != point:
-                    geometry.append(point)
+                attributes[key] = values[i]
+            steps.append(Step(LineText(lines[i]) if lines[i] else [], distances[i], durations[i], attributes, {}))
+            i += 1
         portions.append(
             Portion(
-                located[leg_index],
-                located[leg_index + 1],
+                located[leg - 1],
+                located[leg],
                 sum(s.distance for s in steps),
                 sum(s.duration for s in steps),
                 steps if request.steps else [],
             )
         )
-    if len(geometry) < 2:
-        geometry = [located[0], located[-1]]
+    # The steps' lines joined (nothing travelled: the two points).
+    geometry: Sequence[Coord] = LineText(row["geometry"]) if row["geometry"] else [located[0], located[-1]]
     return RouteResponse(
         start=located[0],
         end=located[-1],

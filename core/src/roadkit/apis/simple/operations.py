@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -87,9 +87,7 @@ async def route(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
     project = service.projections
     engine_crs = source.projection
     geometry = project.transform(result.geometry, engine_crs, crs)
-    # Written once per answer, used for every step: a step's line is a plain dict, GeoJSON as it is.
     distance_of, duration_of = units.writer(distance_unit), units.writer(time_unit)
-    step_line: Callable[[Any], Any] = line if fmt == "geojson" else (lambda coords: write_geometry(line(coords), fmt))
     portions = []
     cursor = 0
     for portion in result.portions:
@@ -108,7 +106,7 @@ async def route(service: ServiceView, params: dict[str, Any]) -> dict[str, Any]:
                 entry["bbox"] = bbox(part)
         entry["steps"] = [
             {
-                "geometry": step_line(project.transform(step.geometry, engine_crs, crs)),
+                "geometry": write_geometry(line(project.transform(step.geometry, engine_crs, crs)), fmt),
                 "attributes": step.attributes,
                 "distance": distance_of(step.distance),
                 "duration": duration_of(step.duration),
