@@ -8,6 +8,8 @@ The harness, shared by every benchmark (nothing else is imported from one benchm
 - :mod:`bench.servers`: the servers under comparison: the engines' data and servers, a server process
   started and stopped, and the sweep's scenarios (the same request to each server);
 - :mod:`bench.config`: the one writer of roadkit's configuration files for a benchmark run;
+- :mod:`bench.pgdirect`: roadkit's pgRouting statements recorded and replayed directly with asyncpg, and
+  the CPU time of PostgreSQL, of a server's process tree and of the client;
 - :mod:`bench.sweep` (``./dev bench``), :mod:`bench.table` (the README's table from a sweep's CSV),
   :mod:`bench.pool_rounds` (the paired rounds of several runs pooled).
 

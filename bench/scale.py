@@ -18,7 +18,7 @@ alternated rounds (the pairs of :func:`bench.common.paired_ratio`):
 - isochrones growing with the network (30 s of driving per km of the network's side), Valhalla and pgRouting;
 - 100 x 100 matrices of random points, each engine's own table/matrix, pgRouting's.
 
-pgRouting is compared with its own statements sent directly through asyncpg (``bench.bench_pgrouting``'s
+pgRouting is compared with its own statements sent directly through asyncpg (``bench.pgdirect``'s
 replay). Results: ``bench/results/scale.csv`` (the rows of the sizes measured replace the earlier ones),
 ``scale.png`` and the table between the ``scale-table`` markers of docs/benchmarks.md.
 """
@@ -392,9 +392,9 @@ def measure_pgrouting(record: dict[str, Any], cluster: Any, args: argparse.Names
 
     import uvloop
 
-    from bench.bench_pgrouting import TIMEOUT, CpuMeter, direct_load
-    from bench.bench_pgrouting import record as record_statements
     from bench.common import wait_http
+    from bench.pgdirect import TIMEOUT, CpuMeter, direct_load
+    from bench.pgdirect import record as record_statements
     from roadkit.config.loader import read_source
     from roadkit.routing.model import Cost, IsochroneRequest, MatrixRequest, RouteRequest
     from roadkit_pgrouting.source import PgRoutingSource
