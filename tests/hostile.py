@@ -10,12 +10,13 @@ without a change here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.testclient import TestClient
 
+from roadkit.testing.asgi import asgi_messages, http_scope
 from roadkit.web.security import DEFAULT_SECURITY_HEADERS
 
 #: Hostile values as a query string carries them (text).
@@ -60,7 +61,7 @@ SIZE_STATUSES = (413, 414, 431)
 class RawAnswer:
     """An answer read straight from the ASGI app (what a test client's response gives the checks)."""
 
-    def __init__(self, messages: list[dict[str, Any]]) -> None:
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
         start = messages[0]
         self.status_code: int = start["status"]
         self.headers = Headers(raw=start.get("headers", []))
@@ -73,32 +74,8 @@ class RawAnswer:
 
 def raw_get(client: TestClient, path: str, query: bytes) -> RawAnswer:
     """A GET of ``path?query`` sent to the client's app as it is (an HTTP client refuses URLs past 64 kB)."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query,
-        "root_path": "",
-        "headers": [(b"host", b"testserver")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("testserver", 80),
-    }
-    messages: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        messages.append(message)
-
-    async def call() -> None:
-        await client.app(scope, receive, send)
-
-    client.portal.call(call)  # type: ignore[union-attr]
+    assert client.portal is not None
+    messages = client.portal.call(asgi_messages, client.app, http_scope(path, query))
     return RawAnswer(messages)
 
 

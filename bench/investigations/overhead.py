@@ -55,6 +55,7 @@ async def main(args: argparse.Namespace) -> None:
     from roadkit.config import load_service
     from roadkit.plugins import Plugins
     from roadkit.serving.app import create_app
+    from roadkit.testing.asgi import asgi_messages, http_scope
     from roadkit_valhalla.engine_threads import EngineThreads
 
     workdir = Path(tempfile.mkdtemp())
@@ -70,28 +71,7 @@ async def main(args: argparse.Namespace) -> None:
         queries = [f"resource=monaco&start={a[0]},{a[1]}&end={b[0]},{b[1]}&getSteps=true&getBbox=false" for a, b in pairs]
 
     async def call(query: str) -> None:
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query.encode(),
-            "root_path": "",
-            "headers": [(b"host", b"127.0.0.1")],
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-        }
-
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            pass
-
-        await app(scope, receive, send)
+        await asgi_messages(app, http_scope(path, query, host="127.0.0.1"))
 
     async with app.router.lifespan_context(app):
         source: Any = next(iter(app.state.service.sources.values()))

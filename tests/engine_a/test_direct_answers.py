@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from roadkit.serving.app import query_routes
+from roadkit.testing.asgi import http_scope
 
 A, B, VIA = "7.41337,43.72956", "7.41983,43.73115", "7.4246,43.7383"
 ROUTE = "/simple/1.0.0/route"
@@ -35,20 +36,7 @@ DIRECT = [
 
 
 def _scope(path: str, query: str, method: str = "GET", headers: list[tuple[bytes, bytes]] | None = None, root_path: str = "") -> Any:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query.encode("latin-1"),
-        "root_path": root_path,
-        "headers": [(b"host", b"testserver"), *(headers or [])],
-        "client": ("127.0.0.1", 1),
-        "server": ("testserver", 80),
-    }
+    return http_scope(path, query, method=method, headers=headers or [], root_path=root_path)
 
 
 def _messages(client: TestClient, scope: Any, *, through_starlette: bool) -> tuple[list[Any], bool]:

@@ -8,6 +8,8 @@
   straight lines; the module is the plugin object that registers it (never installed).
 - :func:`write_service`, :func:`service_client`, :func:`plugins_for_tests` (``roadkit.testing.services``):
   a service written from its documents, a client of its app, the plugins of a test.
+- :func:`http_scope`, :func:`asgi_messages` (``roadkit.testing.asgi``): a request handed to an app as a
+  server hands it, the query as it is (no HTTP client's encoding or length limit), and the app's answer.
 - ``roadkit.testing.plugin``: the pytest plugin (``roadkit_plugins``, ``roadkit_service_files``,
   ``roadkit_client`` fixtures), loaded by pytest through its ``pytest11`` entry point.
 
@@ -20,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from roadkit.testing.asgi import asgi_messages, http_scope
     from roadkit.testing.contract import SourceContract
     from roadkit.testing.services import (
         PROJECTIONS,
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
     from roadkit.testing.straight import StraightCost, StraightLimits, StraightOptions, StraightSource, great_circle
 
 _MODULES = {
+    "asgi_messages": "asgi",
+    "http_scope": "asgi",
     "SourceContract": "contract",
     "PROJECTIONS": "services",
     "SERVICE": "services",
@@ -61,7 +66,9 @@ __all__ = [
     "StraightLimits",
     "StraightOptions",
     "StraightSource",
+    "asgi_messages",
     "great_circle",
+    "http_scope",
     "plugins_for_tests",
     "service_client",
     "straight_plugins",
