@@ -10,11 +10,15 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from starlette.testclient import TestClient
+
+from tests.schemathesis_support import run, serve
 
 REM_SCHEMA = json.loads((Path(__file__).parent / "rem-json-schema.json").read_text())
 SPEC = "http://www.opengis.net/spec/ogcapi-routes-1/1.0.0-draft.1/conf/"
@@ -165,3 +169,44 @@ SCHEMATHESIS_CONFIG = """
 include-operation-id = ["computeRoute"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "422"]
 """
+
+
+class ResourceChecks:
+    """The checks above, and schemathesis on the OGC API, as the tests of one engine's Monaco resource.
+
+    An engine's test module subclasses it (``class TestOgcRoutes(ogc.ResourceChecks)``), sets ``rid``,
+    ``modes`` and ``declares_time``, and gives the fixtures ``client`` (a test client of the resource's
+    service) and ``example`` (the service's folder, which schemathesis's test serves).
+    """
+
+    rid: str
+    modes: list[str]
+    #: Whether the resource reads a departure or arrival time (the time class).
+    declares_time: bool
+
+    def test_landing_page_conformance_and_api(self, client: TestClient) -> None:
+        conformance = check_landing_and_conformance(client, self.rid, self.modes)
+        assert (SPEC + "time" in conformance["conformsTo"]) is self.declares_time
+
+    def test_every_preference_and_mode(self, client: TestClient) -> None:
+        check_every_preference_and_mode(client, self.rid, self.modes)
+
+    def test_five_waypoints_in_all_120_orders(self, client: TestClient) -> None:
+        """/conf/intermediate-waypoints/compute-route-success: the route passes each of 5 waypoints in order, all 120 orders."""
+        check_waypoints_in_every_order(client, self.rid)
+
+    def test_invalid_and_unroutable_definitions(self, client: TestClient) -> None:
+        check_errors(client, self.rid)
+
+    def test_stored_routes(self, client: TestClient) -> None:
+        check_manage_routes(client, self.rid)
+
+    @pytest.fixture  # one test serves it
+    def demo(self, example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+        yield from serve(example, tmp_path_factory)
+
+    def test_the_ogc_api_passes_every_schemathesis_check(self, demo: tuple[str, str], tmp_path: Path) -> None:
+        (tmp_path / "schemathesis.toml").write_text(SCHEMATHESIS_CONFIG)
+        base = demo[1].replace("/simple/1.0.0", f"/ogcapi-routes/1.0/{self.rid}")
+        output = run(f"{base}/api", tmp_path, "--phases", "examples,coverage,fuzzing", examples=20)
+        assert "POST /routes" in output

@@ -17,47 +17,23 @@ from starlette.testclient import TestClient
 from roadkit.plugins import Plugins
 from roadkit.testing import service_client
 from tests import ogcapi_routes_support as ogc
-from tests.schemathesis_support import run, serve
 
 RID = "monaco-osrm"
 MODES = ["car", "pedestrian"]
 
 
-def test_landing_page_conformance_and_api(client: TestClient) -> None:
-    conformance = ogc.check_landing_and_conformance(client, RID, MODES)
-    assert ogc.SPEC + "time" not in conformance["conformsTo"]  # OSRM reads no departure time
+class TestOgcRoutes(ogc.ResourceChecks):
+    rid, modes, declares_time = RID, MODES, False  # OSRM reads no departure time
+
+    @pytest.fixture
+    def example(self, osrm_example: Path) -> Path:
+        return osrm_example
 
 
-def test_every_preference_and_mode(client: TestClient) -> None:
-    ogc.check_every_preference_and_mode(client, RID, MODES)
-
-
-def test_five_waypoints_in_all_120_orders(client: TestClient) -> None:
-    """/conf/intermediate-waypoints/compute-route-success: the route passes each of 5 waypoints in order, all 120 orders."""
-    ogc.check_waypoints_in_every_order(client, RID)
-
-
-def test_invalid_and_unroutable_definitions(client: TestClient) -> None:
-    ogc.check_errors(client, RID)
+def test_a_departure_time_is_refused(client: TestClient) -> None:
     when = {"value": {"timestamp": "2026-06-01T08:00:00Z"}}
     answer = client.post(f"/ogcapi-routes/1.0/{RID}/routes", json=ogc.definition(ogc.START, ogc.END, when=when))
     assert answer.status_code == 400 and "inputs.when" in answer.text
-
-
-def test_stored_routes(client: TestClient) -> None:
-    ogc.check_manage_routes(client, RID)
-
-
-@pytest.fixture(scope="module")
-def demo(osrm_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    yield from serve(osrm_example, tmp_path_factory)
-
-
-def test_the_ogc_api_passes_every_schemathesis_check(demo: tuple[str, str], tmp_path: Path) -> None:
-    base = demo[1].replace("/simple/1.0.0", f"/ogcapi-routes/1.0/{RID}")
-    (tmp_path / "schemathesis.toml").write_text(ogc.SCHEMATHESIS_CONFIG)
-    output = run(f"{base}/api", tmp_path, "--phases", "examples,coverage,fuzzing", examples=20)
-    assert "POST /routes" in output
 
 
 class Subscriber:

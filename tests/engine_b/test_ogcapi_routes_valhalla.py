@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -16,33 +15,18 @@ from roadkit.routing.model import Cost, RouteRequest
 from roadkit_valhalla.options import ValhallaCost
 from roadkit_valhalla.translate import route_body
 from tests import ogcapi_routes_support as ogc
-from tests.schemathesis_support import run, serve
 
 RID = "monaco-valhalla"
 MODES = ["car", "pedestrian", "multimodal"]
 ROUTES = f"/ogcapi-routes/1.0/{RID}/routes"
 
 
-def test_landing_page_conformance_and_api(client: TestClient) -> None:
-    conformance = ogc.check_landing_and_conformance(client, RID, MODES)
-    assert ogc.SPEC + "time" in conformance["conformsTo"]  # the resource names its time zone
+class TestOgcRoutes(ogc.ResourceChecks):
+    rid, modes, declares_time = RID, MODES, True  # the resource names its time zone
 
-
-def test_every_preference_and_mode(client: TestClient) -> None:
-    ogc.check_every_preference_and_mode(client, RID, MODES)
-
-
-def test_five_waypoints_in_all_120_orders(client: TestClient) -> None:
-    """/conf/intermediate-waypoints/compute-route-success: the route passes each of 5 waypoints in order, all 120 orders."""
-    ogc.check_waypoints_in_every_order(client, RID)
-
-
-def test_invalid_and_unroutable_definitions(client: TestClient) -> None:
-    ogc.check_errors(client, RID)
-
-
-def test_stored_routes(client: TestClient) -> None:
-    ogc.check_manage_routes(client, RID)
+    @pytest.fixture
+    def example(self, valhalla_example: Path) -> Path:
+        return valhalla_example
 
 
 def test_a_departure_in_utc_times_start_and_end(client: TestClient) -> None:
@@ -83,17 +67,6 @@ def test_the_arrival_reaches_the_engine() -> None:
         points=((7.41, 43.73), (7.42, 43.73)), cost=Cost("car", "fastest"), date_time=datetime(2026, 6, 1, 10), arrive_by=True
     )
     assert route_body(request, ValhallaCost("car", "auto"))["date_time"] == {"type": 2, "value": "2026-06-01T10:00"}
-
-
-@pytest.fixture(scope="module")
-def demo(valhalla_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    yield from serve(valhalla_example, tmp_path_factory)
-
-
-def test_the_ogc_api_passes_every_schemathesis_check(demo: tuple[str, str], tmp_path: Path) -> None:
-    (tmp_path / "schemathesis.toml").write_text(ogc.SCHEMATHESIS_CONFIG)
-    base = demo[1].replace("/simple/1.0.0", f"/ogcapi-routes/1.0/{RID}")
-    run(f"{base}/api", tmp_path, "--phases", "examples,coverage,fuzzing", examples=20)
 
 
 def test_the_engine_reads_the_networks_local_time() -> None:
