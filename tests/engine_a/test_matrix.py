@@ -181,3 +181,26 @@ def test_osrm_names_a_point_it_snaps_nowhere_by_its_parameter_and_index() -> Non
         "Parameter 'targets' is invalid: point 1:"
     )
     assert not isinstance(two.error("NoSegment", "Could not find a matching segment"), PointNotSnapped)
+
+
+def test_after_a_long_matrix_the_source_computes_matrices_in_its_child_process(
+    client: TestClient, routed: dict[str, EngineServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a large network a 100 x 100 table takes seconds (33 s on a million edges) and osrm-bindings holds the GIL:
+    after one such matrix, the source's next ones run in its engine's child process, with the same answers."""
+    from roadkit_osrm import source as osrm_source
+
+    source = client.app.state.service.sources["monaco-osrm-car-fastest"]  # type: ignore[attr-defined]
+    monkeypatch.setattr(osrm_source, "INLINE_MATRIX_SECONDS", 0.0)  # every Monaco matrix counts as long
+    monkeypatch.setattr(source, "long_matrices", False)
+    sources, targets = monaco_points(30, 11), monaco_points(20, 12)
+    params = {"resource": "monaco-osrm", "sources": text(sources), "targets": text(targets)}
+    inline = client.get(MATRIX, params=params).json()
+    assert source.long_matrices and source.long_calls._process is None  # that one ran in the worker
+    in_child = client.get(MATRIX, params=params).json()
+    assert source.long_calls._process is not None and source.long_calls._process.returncode is None
+    assert in_child == inline
+    assert_same_as_routed(in_child, table(routed["car-fastest"], sources, targets))
+    # The child's errors are the worker's: a point snapped nowhere names its parameter and index.
+    far = client.get(MATRIX, params=params | {"targets": "7.41,43.73|1.0,1.0"})
+    assert far.status_code == 400 and far.json()["error"]["message"].startswith("Parameter 'targets' is invalid: point 1:")

@@ -1,4 +1,5 @@
-"""The child process of :mod:`roadkit_osrm.engine_process`: one OSRM engine answering native requests read on stdin."""
+"""The child process of :mod:`roadkit_osrm.engine_process`: one OSRM engine answering the native requests and
+matrices (``TableQuery``) read on stdin."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def main() -> None:
     requests = sys.stdin.buffer
     import osrm
 
+    from roadkit_osrm.mapping import TableQuery, table
     from roadkit_osrm.native.engine import answer
 
     try:
@@ -49,7 +51,7 @@ def main() -> None:
         except EOFError:
             return
         try:
-            _write(out, True, answer(engine, request))
+            _write(out, True, table(engine, request) if isinstance(request, TableQuery) else answer(engine, request))
         except Exception as exc:
             _write(out, False, exc)
 

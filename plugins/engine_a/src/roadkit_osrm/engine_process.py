@@ -1,4 +1,5 @@
-"""OSRM calls that can run long, in a child process that the time-out may kill.
+"""OSRM calls that can run long (native requests, and the matrices of a source whose matrices take long), in a
+child process that the time-out may kill.
 
 osrm-bindings holds the GIL for a whole engine call: measured on Monaco, a 100-point match with
 100 m radiuses takes 30 s, and no other thread of the process runs meanwhile, so a thread cannot
@@ -21,10 +22,13 @@ import contextlib
 import pickle
 import struct
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roadkit.contract.native_osrm import NativeAnswer, NativeRequest
-from roadkit.contract.sources import EngineBusy, EngineError, EngineTimeout
+from roadkit.contract.sources import EngineBusy, EngineError, EngineTimeout, MatrixResponse
+
+if TYPE_CHECKING:
+    from roadkit_osrm.mapping import TableQuery
 
 #: How long a new child may take to open the dataset (no request's time-out: a dataset is not a request).
 START_TIMEOUT = 120.0
@@ -50,6 +54,16 @@ class EngineProcess:
 
     async def native(self, request: NativeRequest, timeout: float) -> NativeAnswer:
         """The answer to ``request``; EngineTimeout (and the child killed) past ``timeout`` seconds."""
+        answer: NativeAnswer = await self.call(request, timeout)
+        return answer
+
+    async def matrix(self, query: TableQuery, timeout: float) -> MatrixResponse:
+        """The matrix of ``query``, as :meth:`native` answers."""
+        answer: MatrixResponse = await self.call(query, timeout)
+        return answer
+
+    async def call(self, request: NativeRequest | TableQuery, timeout: float) -> Any:
+        """The child's answer to ``request``; EngineTimeout (and the child killed) past ``timeout`` seconds."""
         lock = self._lock()
         try:
             await asyncio.wait_for(lock.acquire(), timeout)
@@ -72,8 +86,7 @@ class EngineProcess:
             lock.release()
         if not ok:
             raise value
-        answer: NativeAnswer = value
-        return answer
+        return value
 
     async def _started(self) -> asyncio.subprocess.Process:
         if self._process is None or self._process.returncode is not None:

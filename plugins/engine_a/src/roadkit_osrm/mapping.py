@@ -213,6 +213,15 @@ class TableQuery:
         return engine_error(code, message)
 
 
+def table(engine: Any, query: TableQuery) -> MatrixResponse:
+    """The matrix of ``query`` computed by an ``osrm.OSRM`` engine (in the engine's child process)."""
+    try:
+        answer = engine.Table(query.parameters())
+    except RuntimeError as exc:
+        raise query.error(*split_error(str(exc))) from None
+    return matrix_response(answer, query)
+
+
 def matrix_response(answer: Any, query: TableQuery) -> MatrixResponse:
     """A roadkit matrix from OSRM's table answer (binding object or parsed JSON)."""
     if answer["code"] != "Ok":

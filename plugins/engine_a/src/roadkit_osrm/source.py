@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -39,6 +40,10 @@ LONG_SERVICES = frozenset({"match", "table", "trip"})
 #: A native route of more coordinates runs there too (measured on Monaco: 500 coordinates with steps
 #: and annotations, 1.2 s and 11 MB of answer); fewer run in the worker, where a route takes milliseconds.
 INLINE_MOST_COORDINATES = 25
+#: A matrix runs in the worker while the source's matrices take less than this (a 100 x 100 Monaco table:
+#: about 7 ms); once one took longer, the source's matrices run in the child process, where a 100 x 100
+#: table on a network of a million edges (measured: 33 s) leaves the worker answering other requests.
+INLINE_MATRIX_SECONDS = 0.25
 
 
 @attrs.frozen
@@ -98,6 +103,7 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
         super().__init__(config, options, timeout=timeout)
         self.engine: Any = None
         self.long_calls: EngineProcess | None = None
+        self.long_matrices = False  # set once a matrix took longer than INLINE_MATRIX_SECONDS
         self._exclusions: dict[frozenset[str], bool] = {}
 
     @classmethod
@@ -236,8 +242,16 @@ class OsrmSource(mapping.OsrmKind, Source, NativeSource):
         return mapping.matrix_response(self._call(engine, "Table", query.parameters(), query.error), query)
 
     async def matrix(self, request: MatrixRequest) -> MatrixResponse:
-        # Inline as routes are: a 100 x 100 Monaco table takes about 6 ms of engine work and 1 ms to read.
-        return self.run_inline(self._matrix, mapping.TableQuery.of(request))
+        query = mapping.TableQuery.of(request)
+        long_calls = self.long_calls
+        if self.long_matrices and long_calls is not None:
+            return await long_calls.matrix(query, self.timeout)
+        started = time.perf_counter()
+        try:
+            return self.run_inline(self._matrix, query)
+        finally:
+            if time.perf_counter() - started > INLINE_MATRIX_SECONDS:
+                self.long_matrices = True
 
     def _native(self, request: NativeRequest) -> NativeAnswer:
         from roadkit_osrm.native.engine import answer
