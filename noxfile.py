@@ -158,8 +158,9 @@ def lock(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """roadkit against the engines' own servers, whole machine, over concurrency and workers: CSV, PNG, the documentation's table.
 
-    ``./dev bench`` (full sweep), ``./dev bench -- --quick``, ``./dev bench -- --one-core``; the other
-    benchmarks run on their own from the repository root (``python -m bench.bench_pgrouting``...).
+    ``./dev bench`` (full sweep, then pgRouting's routes and isochrones against the same SQL sent
+    directly), ``./dev bench -- --quick``, ``./dev bench -- --one-core`` (the sweep only); the other
+    benchmarks run on their own from the repository root (``python -m bench.scale``...).
     """
     _install_project(session, apps=False)
     session.install("--disable-pip-version-check", "--require-hashes", "-r", "requirements/bench-lock.txt")  # matplotlib, py-spy
@@ -171,3 +172,6 @@ def bench(session: nox.Session) -> None:
         if not session.posargs:  # the full sweep: the documentation's table and plot follow its CSV
             csv = str(ROOT / "bench" / "results" / "sweep-whole-machine.csv")
             session.run("python", "-m", "bench.table", csv, "--page", str(ROOT / "docs" / "benchmarks.md"))
+            # pgRouting has no server of its own: roadkit against its own statements sent directly with asyncpg.
+            pgrouting = ["--ops", "route", "isochrone", "--concurrency", "1", "8", "--rounds", "10", "--duration", "4", "--sizes"]
+            session.run("python", "-m", "bench.bench_pgrouting", *pgrouting, env=env)

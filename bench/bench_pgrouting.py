@@ -307,11 +307,12 @@ def overhead(args: argparse.Namespace, workdir: Path, dsn: str, postmaster: int)
     )
     for (op, c), measured in rounds.items():
         what = {"route": "car routes with steps", "isochrone": "5-minute car isochrones", "matrix": "100 x 100 car matrices"}[op]
-        # issue 33: a matrix within 1.5 times the direct SQL's time, i.e. at least 1 / 1.5 of its req/s
-        target = 1 / 1.5 if op == "matrix" else 0.8
+        # The targets: a matrix within 1.5 times the direct SQL's time (at least 1 / 1.5 of its req/s);
+        # routes and isochrones at least 0.9 of its req/s, at most 1 ms more at the median.
+        target = 1 / 1.5 if op == "matrix" else 0.9
         direct = max((m[0] for m in measured), key=lambda r: r.rps)
         ours = max((m[1] for m in measured), key=lambda r: r.rps)
-        report(f"Monaco {what}, {c} client(s), best rounds", direct, ours, min_ratio=target, max_extra_p50_ms=2.0)
+        report(f"Monaco {what}, {c} client(s), best rounds", direct, ours, min_ratio=target, max_extra_p50_ms=1.0)
         paired = paired_ratio([m[1].rps for m in measured], [m[0].rps for m in measured])
         p50 = paired_difference([m[1].percentile(0.5) for m in measured], [m[0].percentile(0.5) for m in measured])
         middle = sorted(measured, key=lambda m: m[1].rps / m[0].rps)[len(measured) // 2]
