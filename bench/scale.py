@@ -349,12 +349,14 @@ def measure_engine(family: str, record: dict[str, Any], args: argparse.Namespace
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         engine_port, port, admin = free_port(), free_port(), free_port()
-        first = requests_of(scenarios[0], edges, 1)[0]
-        ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[scenarios[0]][1](first)
+        # Ready once a route answers (a matrix on a large network takes seconds: no readiness probe).
+        probe = f"{family}-route"
+        first = requests_of(probe, edges, 1)[0]
+        ready = f"http://127.0.0.1:{engine_port}" + SCENARIOS[probe][1](first)
         server = engine_files(family, record, workdir, port, admin, args.workers, args.valhalla_limit)
         with (
             running(engine_server(family, record, workdir, engine_port), pinned=False, ready=ready) as their,
-            running(roadkit_command(server), pinned=False, ready=f"http://127.0.0.1:{port}" + SCENARIOS[scenarios[0]][2](first)) as our,
+            running(roadkit_command(server), pinned=False, ready=f"http://127.0.0.1:{port}" + SCENARIOS[probe][2](first)) as our,
         ):
             for scenario in scenarios:
                 _, engine_path, roadkit_path = SCENARIOS[scenario]
