@@ -135,7 +135,7 @@ def line(coords: Sequence[Sequence[float]]) -> Mapping[str, Any]:
     """A GeoJSON LineString dict (coordinate tuples serialise as JSON arrays); the GeoJSON text of a
     :class:`LineText` as it is (write it with :func:`write_geometry`)."""
     if isinstance(coords, LineText):
-        return GeoJSONText("LineString", coords.text, coords._coords)
+        return coords.geojson()
     return {"type": "LineString", "coordinates": coords}
 
 

@@ -269,6 +269,10 @@ class LineText(Sequence[Coord]):
             self._coords = list(map(tuple, orjson.loads(self.text)["coordinates"]))
         return self._coords
 
+    def geojson(self) -> GeoJSONText:
+        """The line as a GeoJSON geometry: its text, and its coordinates once read."""
+        return GeoJSONText("LineString", self.text, self._coords)
+
     def __getitem__(self, index: Any) -> Any:
         return self.coords[index]
 
