@@ -22,6 +22,7 @@ import asyncpg
 
 from bench.common import Result
 from roadkit_pgrouting import isochrones
+from roadkit_pgrouting.database import SESSION_SETTINGS
 from roadkit_pgrouting.source import PgRoutingSource
 
 #: The source's time-out and the direct pool's statement time-out, seconds: a 100 x 100 matrix takes seconds
@@ -150,8 +151,9 @@ async def direct_load(
 ) -> tuple[Result, dict[str, float]]:
     """The recorded statements replayed with asyncpg on one pooled connection per request, as roadkit runs them.
 
-    The pool is set up as roadkit's (``roadkit_pgrouting.database``): the statement time-out set once per
-    connection, no reset query when a connection goes back (requests leave nothing on the session).
+    The pool is set up as roadkit's (``roadkit_pgrouting.database``): its session settings (no JIT), the
+    statement time-out set once per connection, no reset query when a connection goes back (requests leave
+    nothing on the session).
     """
 
     async def keep_session(connection: asyncpg.Connection) -> None:
@@ -162,7 +164,7 @@ async def direct_load(
         min_size=pool_size,
         max_size=pool_size,
         reset=keep_session,
-        server_settings={"statement_timeout": str(int(TIMEOUT * 1000))},
+        server_settings={**SESSION_SETTINGS, "application_name": "direct", "statement_timeout": str(int(TIMEOUT * 1000))},
     )
     latencies: list[float] = []
     index = 0
