@@ -191,6 +191,7 @@ async def direct_load(
     try:
         await asyncio.gather(*(worker(time.perf_counter() + 1.0) for _ in range(concurrency)))  # warm-up
         latencies.clear()
+        index = 0  # from the first request, as the load generator's rounds: a slow matrix is one request a round
         meter.start()
         begin = time.perf_counter()
         await asyncio.gather(*(worker(begin + duration) for _ in range(concurrency)))
