@@ -114,8 +114,11 @@ def start_cluster(settings: DatabaseFile) -> tuple[PrivateCluster, DatabaseFile]
 
 #: Every connection's session. No JIT: pgRouting's functions make a matrix's statement look costly
 #: enough for PostgreSQL to compile it, 0.3 to 0.9 s lost a statement (a 100 x 100 matrix on 10 k
-#: edges: 1.5 s with it, 1.25 s without; routes and isochrones do not change).
-SESSION_SETTINGS = {"application_name": "roadkit-pgrouting", "jit": "off"}
+#: edges: 1.5 s with it, 1.25 s without). A plan for each request's values: after five runs of a
+#: prepared statement PostgreSQL may keep a generic plan, blind to the size of the search box and
+#: the number of points (a 100 x 100 matrix on 100 k edges then took 22 s instead of 12); planning
+#: costs a route well under a millisecond.
+SESSION_SETTINGS = {"application_name": "roadkit-pgrouting", "jit": "off", "plan_cache_mode": "force_custom_plan"}
 
 
 async def _create_pool(settings: DatabaseFile) -> asyncpg.Pool:
