@@ -151,9 +151,9 @@ async def direct_load(
 ) -> tuple[Result, dict[str, float]]:
     """The recorded statements replayed with asyncpg on one pooled connection per request, as roadkit runs them.
 
-    The pool is set up as roadkit's (``roadkit_pgrouting.database``): its session settings (no JIT, a plan per statement), the
-    statement time-out set once per connection, no reset query when a connection goes back (requests leave
-    nothing on the session).
+    The pool is set up as roadkit's (``roadkit_pgrouting.database``): its session settings (no JIT, a plan
+    per statement), the statement time-out set once per connection, no reset query when a connection goes
+    back (requests leave nothing on the session).
     """
 
     async def keep_session(connection: asyncpg.Connection) -> None:
