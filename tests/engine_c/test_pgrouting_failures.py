@@ -109,6 +109,41 @@ async def test_statement_time_out_is_a_504(pg_example: Path, tmp_path: Path) -> 
         await source.disconnect()
 
 
+async def test_the_statements_of_an_operation_share_its_time_out(pg_example: Path, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
+    source = _source(example, **{"timeout = 10.0": "timeout = 3.0"})
+    await source.connect()
+
+    async def second_statement() -> object:
+        await asyncio.sleep(2.5)  # as if a first statement took that long: 0.5 s is left for the next one
+        return await source.fetch("SELECT pg_sleep(1)", [])
+
+    try:
+        began = time.monotonic()
+        with pytest.raises(EngineTimeout):
+            await source._bounded(second_statement())
+        assert time.monotonic() - began < 3.5, "cancelled by PostgreSQL at the operation's time-out"
+        assert source.state is SourceState.GREEN
+    finally:
+        await source.disconnect()
+
+
+async def test_work_past_the_time_out_on_a_database_that_answers_is_a_504_not_a_lost_database(pg_example: Path, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
+    source = _source(example, **{"timeout = 10.0": "timeout = 1.0"})
+    await source.connect()
+
+    async def uncancelled() -> None:
+        await asyncio.sleep(5)  # as a statement PostgreSQL does not cancel (pgRouting's TRSP checks for no cancel)
+
+    try:
+        with pytest.raises(EngineTimeout):
+            await source._bounded(uncancelled())
+        assert source.state is SourceState.GREEN
+    finally:
+        await source.disconnect()
+
+
 def read_dsn(example: Path) -> str:
     return (example / "pgrouting.database.toml").read_text().split('"')[1]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
@@ -332,3 +333,29 @@ def test_simple_api_matrix_on_pgrouting_names_the_point_far_from_roads(client: T
     assert response.status_code == 400, response.text
     message = response.json()["error"]["message"]
     assert "targets" in message and "point 1" in message
+
+
+async def test_only_the_pairs_whose_path_makes_a_restricted_turn_are_searched_again_a_few_per_statement(
+    source: PgRoutingSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    points = (*PAIR, ON_RESTRICTED, START, END, FAR_END)
+    request = MatrixRequest(points, points, Cost("car", "fastest"))
+    sql, args = queries.matrix_statement(source, request)
+    first = await source.fetchrow(sql, args)
+    turned = list(zip(first["turn_starts"] or (), first["turn_ends"] or (), strict=True))
+    assert 1 <= len(turned) < len(points) * (len(points) - 1), "some paths make a restricted turn, not all"
+    expected = await source.matrix(request)
+    statements: list[str] = []
+    fetchrow = source.fetchrow
+
+    async def counted(sql: str, args: Sequence[object]) -> object:
+        statements.append(sql)
+        return await fetchrow(sql, args)
+
+    monkeypatch.setattr(source, "fetchrow", counted)
+    monkeypatch.setattr(queries, "TURN_PAIRS", 2)
+    chunked = await source.matrix(request)
+    for row, expected_row in zip(chunked.durations + chunked.distances, expected.durations + expected.distances, strict=True):
+        assert row == pytest.approx(expected_row, abs=1e-6)  # the same sums, added in another order
+    assert len(statements) == 1 + math.ceil(len(turned) / 2), "the first statement, then two turned pairs per statement"
+    assert "pgr_trsp_withPoints" not in statements[0] and all("pgr_trsp_withPoints" in s for s in statements[1:])

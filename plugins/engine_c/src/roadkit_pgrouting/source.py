@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -60,6 +61,9 @@ _LOST = (
     asyncpg.CrashShutdownError,
     ConnectionError,
 )
+
+#: When the operation under way must have answered (the event loop's clock): its statements share the time-out.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("pgrouting_deadline", default=None)
 
 
 class PgRoutingSource(Source):
@@ -258,9 +262,17 @@ class PgRoutingSource(Source):
             # The reason names the database and its error: health and the log show it, not the client.
             raise SourceUnavailable(f"The database of source {self.id} is unavailable")
         pool = self._database.pool
+        milliseconds = int(self.timeout * 1000)
+        deadline = _deadline.get()
+        if deadline is not None:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s")
+            if left < self.timeout - 1.0:  # a later statement of the operation (a SET only then: one more round trip)
+                milliseconds = max(1, int(left * 1000))
         try:
             async with pool.acquire(timeout=max(self.timeout, 1.0)) as conn:
-                await conn.use_statement_timeout(int(self.timeout * 1000))
+                await conn.use_statement_timeout(milliseconds)
                 return await getattr(conn, method)(sql, *args)
         except asyncpg.QueryCanceledError:
             raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
@@ -278,12 +290,33 @@ class PgRoutingSource(Source):
             raise EngineError(f"pgRouting could not answer this request on source {self.id}") from None
 
     async def _bounded[T](self, coroutine: Any) -> T:
-        """Never wait longer than the time-out (plus a margin) for the database, even if it hangs."""
+        """Never wait longer than the time-out (plus a margin) for the database, even if it hangs.
+
+        The operation's statements share the time-out (each gets what is left of it). Past the margin,
+        a database that still answers is working on a statement it does not cancel (pgRouting's TRSP
+        checks for no cancel): that is the request's time-out, not a lost database.
+        """
+        token = _deadline.set(asyncio.get_running_loop().time() + self.timeout)
         try:
             result: T = await asyncio.wait_for(coroutine, self.timeout + 1.0)
         except TimeoutError:
+            if await self._answers():
+                raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
             raise self._lost(TimeoutError(f"no answer within {self.timeout + 1.0:g} s")) from None
+        finally:
+            _deadline.reset(token)
         return result
+
+    async def _answers(self) -> bool:
+        """Whether the database answers a trivial statement within 2 s."""
+        if self._database is None:
+            return False
+        try:
+            async with self._database.pool.acquire(timeout=2.0) as conn:
+                await conn.fetchval("SELECT 1", timeout=2.0)
+        except Exception:  # whatever the failure, the database did not answer
+            return False
+        return True
 
     # -- operations -----------------------------------------------------------------------------
 
