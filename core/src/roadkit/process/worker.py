@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from roadkit.errors import RoadkitError
+from roadkit.process import allocator
 from roadkit.process.channel import Channel, ChannelClosed, ChannelError
 
 #: Exit status of a worker whose service could not start (the reason went over the channel).
@@ -144,7 +145,11 @@ class Worker:
             return START_FAILED
         await self._send({"event": "ready", "pid": os.getpid()})
         log.info("worker ready")
+        release = allocator.releaser()
+        giving_back = asyncio.create_task(allocator.give_back_when_idle(release)) if release is not None else None
         await self.stopping.wait()
+        if giving_back is not None:
+            giving_back.cancel()
         await self._unready()
         await self._stop()
         log.info("worker stopped: HTTP server drained, sources disconnected")
