@@ -73,15 +73,18 @@ def releaser(name: str | None = None) -> Callable[[], object] | None:
     system, or None (an allocator given by path)."""
     name = name or own()
     process = ctypes.CDLL(None)
-    if name == "tcmalloc":
-        release: Callable[[], object] = process.MallocExtension_ReleaseFreeMemory
-        return release
-    if name == "jemalloc":
-        mallctl = process.mallctl
-        return lambda: mallctl(b"arena.4096.purge", None, None, None, 0)  # 4096: every arena (MALLCTL_ARENAS_ALL)
-    if name == "system":
-        trim = process.malloc_trim
-        return lambda: trim(0)
+    try:
+        if name == "tcmalloc":
+            release: Callable[[], object] = process.MallocExtension_ReleaseFreeMemory
+            return release
+        if name == "jemalloc":
+            mallctl = process.mallctl
+            return lambda: mallctl(b"arena.4096.purge", None, None, None, 0)  # 4096: every arena (MALLCTL_ARENAS_ALL)
+        if name == "system":
+            trim = process.malloc_trim
+            return lambda: trim(0)
+    except AttributeError:  # a build without that call
+        return None
     return None
 
 

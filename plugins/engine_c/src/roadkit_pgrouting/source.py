@@ -1,8 +1,9 @@
 """Source kind ``pgrouting``: routes, isochrones and nearest points on a pgRouting schema, through asyncpg.
 
 Each request takes one connection of the database's shared pool and runs one statement (see
-:mod:`roadkit_pgrouting.sql` and :mod:`roadkit_pgrouting.queries`): one round trip, plus a ``SET
-statement_timeout`` when the connection's time-out is not this source's yet. No transaction (the
+:mod:`roadkit_pgrouting.sql` and :mod:`roadkit_pgrouting.queries`; a matrix with turn restrictions
+or a route widening its search, a few): one round trip, plus a ``SET statement_timeout`` when the
+connection's time-out is not this source's yet (or not what is left of the operation's). No transaction (the
 statement only reads), no session settings, so no BEGIN/COMMIT and no reset when the connection goes back.
 A lost database makes the source red at once (503 within the time-out, never a hang) and a
 background probe turns it green again when the database answers; no restart is needed.
@@ -308,12 +309,12 @@ class PgRoutingSource(Source):
         return result
 
     async def _answers(self) -> bool:
-        """Whether the database answers a trivial statement within 2 s."""
+        """Whether the database answers a trivial statement within 1 s."""
         if self._database is None:
             return False
         try:
-            async with self._database.pool.acquire(timeout=2.0) as conn:
-                await conn.fetchval("SELECT 1", timeout=2.0)
+            async with asyncio.timeout(1.0), self._database.pool.acquire() as conn:
+                await conn.fetchval("SELECT 1")
         except Exception:  # whatever the failure, the database did not answer
             return False
         return True
