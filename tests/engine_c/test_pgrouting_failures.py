@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import attrs
 import pytest
 
@@ -134,13 +136,46 @@ async def test_work_past_the_time_out_on_a_database_that_answers_is_a_504_not_a_
     await source.connect()
 
     async def uncancelled() -> None:
-        await asyncio.sleep(5)  # as a statement PostgreSQL does not cancel (pgRouting's TRSP checks for no cancel)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            # As asyncpg's pool waiting for PostgreSQL to end a statement it does not cancel (pgRouting's TRSP).
+            await asyncio.sleep(3)
+            raise
 
     try:
+        began = time.monotonic()
         with pytest.raises(EngineTimeout):
             await source._bounded(uncancelled())
+        assert time.monotonic() - began < 3.0, "answered at the time-out and its margin, not when the work ends"
         assert source.state is SourceState.GREEN
     finally:
+        await source.disconnect()
+
+
+async def test_a_database_that_hangs_is_answered_within_the_time_out(own_cluster: PrivateCluster, tmp_path: Path) -> None:
+    example = make_pg_example(tmp_path / "example", own_cluster.dsn("roadkit"))
+    source = _source(example, **{"timeout = 10.0": "timeout = 2.0"})
+    await source.connect()
+    request = RouteRequest((START, END), Cost("car", "fastest"))
+    conn = await asyncpg.connect(own_cluster.dsn("roadkit"))
+    stopped: list[int] = []
+    try:
+        assert (await source.route(request)).distance > 0
+        # The source's connections stop answering (the cluster is this test's alone).
+        rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = 'roadkit-pgrouting'")
+        assert rows
+        for row in rows:
+            os.kill(row["pid"], signal.SIGSTOP)
+            stopped.append(row["pid"])
+        began = time.monotonic()
+        with pytest.raises((EngineTimeout, SourceUnavailable)):
+            await source.route(request)
+        assert time.monotonic() - began < source.timeout + 2.5, "the time-out, its margin and a 1 s look at the database"
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        await conn.close()
         await source.disconnect()
 
 

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -65,6 +65,32 @@ _LOST = (
 
 #: When the operation under way must have answered (the event loop's clock): its statements share the time-out.
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("pgrouting_deadline", default=None)
+
+
+async def _within[T](seconds: float, coroutine: Coroutine[Any, Any, T]) -> T:
+    """The coroutine's result within ``seconds``, else TimeoutError.
+
+    Unlike ``asyncio.wait_for``, this does not wait for the coroutine to stop once cancelled: asyncpg's
+    pool takes a connection back only when PostgreSQL has ended its cancelled statement, which a hung
+    database never does (``wait_for`` then waited for ever). The coroutine ends alone, later.
+    """
+    task = asyncio.ensure_future(coroutine)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=seconds)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_forget)
+        raise TimeoutError
+    return task.result()
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    """Read the outcome of a task nobody waits for any more (so asyncio does not log it as lost)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class PgRoutingSource(Source):
@@ -290,7 +316,7 @@ class PgRoutingSource(Source):
             log.debug("source %s: query failed: %s", self.id, exc)
             raise EngineError(f"pgRouting could not answer this request on source {self.id}") from None
 
-    async def _bounded[T](self, coroutine: Any) -> T:
+    async def _bounded[T](self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Never wait longer than the time-out (plus a margin) for the database, even if it hangs.
 
         The operation's statements share the time-out (each gets what is left of it). Past the margin,
@@ -299,7 +325,7 @@ class PgRoutingSource(Source):
         """
         token = _deadline.set(asyncio.get_running_loop().time() + self.timeout)
         try:
-            result: T = await asyncio.wait_for(coroutine, self.timeout + 1.0)
+            result: T = await _within(self.timeout + 1.0, coroutine)
         except TimeoutError:
             if await self._answers():
                 raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
@@ -310,11 +336,16 @@ class PgRoutingSource(Source):
 
     async def _answers(self) -> bool:
         """Whether the database answers a trivial statement within 1 s."""
-        if self._database is None:
+        database = self._database
+        if database is None:
             return False
-        try:
-            async with asyncio.timeout(1.0), self._database.pool.acquire() as conn:
+
+        async def trivial() -> None:
+            async with database.pool.acquire() as conn:
                 await conn.fetchval("SELECT 1")
+
+        try:
+            await _within(1.0, trivial())
         except Exception:  # whatever the failure, the database did not answer
             return False
         return True
