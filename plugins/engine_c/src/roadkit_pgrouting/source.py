@@ -77,12 +77,11 @@ async def _within[T](seconds: float, coroutine: Coroutine[Any, Any, T]) -> T:
     task = asyncio.ensure_future(coroutine)
     try:
         done, _ = await asyncio.wait((task,), timeout=seconds)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
+    finally:
+        if not task.done():  # timed out, or the request was cancelled (its client left)
+            task.cancel()
+            task.add_done_callback(_forget)
     if not done:
-        task.cancel()
-        task.add_done_callback(_forget)
         raise TimeoutError
     return task.result()
 
