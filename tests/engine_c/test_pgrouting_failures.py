@@ -7,8 +7,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import attrs
@@ -111,31 +112,31 @@ async def test_statement_time_out_is_a_504(pg_example: Path, tmp_path: Path) -> 
         await source.disconnect()
 
 
-async def test_the_statements_of_an_operation_share_its_time_out(pg_example: Path, tmp_path: Path) -> None:
-    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
-    source = _source(example, **{"timeout = 10.0": "timeout = 3.0"})
+async def seconds_to_a_504(example: Path, timeout: float, operation: Callable[[PgRoutingSource], Coroutine[Any, Any, object]]) -> float:
+    """Seconds until ``operation``, bounded as the source bounds its operations, gets its 504; the source stays green."""
+    source = _source(example, **{"timeout = 10.0": f"timeout = {timeout}"})
     await source.connect()
-
-    async def second_statement() -> object:
-        await asyncio.sleep(2.5)  # as if a first statement took that long: 0.5 s is left for the next one
-        return await source.fetch("SELECT pg_sleep(1)", [])
-
     try:
         began = time.monotonic()
         with pytest.raises(EngineTimeout):
-            await source._bounded(second_statement())
-        assert time.monotonic() - began < 3.5, "cancelled by PostgreSQL at the operation's time-out"
-        assert source.state is SourceState.GREEN
+            await source._bounded(operation(source))
+        assert source.state is SourceState.GREEN  # not a lost database
+        return time.monotonic() - began
     finally:
         await source.disconnect()
 
 
-async def test_work_past_the_time_out_on_a_database_that_answers_is_a_504_not_a_lost_database(pg_example: Path, tmp_path: Path) -> None:
-    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
-    source = _source(example, **{"timeout = 10.0": "timeout = 1.0"})
-    await source.connect()
+async def test_the_statements_of_an_operation_share_its_time_out(pg_example: Path, tmp_path: Path) -> None:
+    async def second_statement(source: PgRoutingSource) -> object:
+        await asyncio.sleep(2.5)  # as if a first statement took that long: 0.5 s is left for the next one
+        return await source.fetch("SELECT pg_sleep(1)", [])
 
-    async def uncancelled() -> None:
+    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
+    assert await seconds_to_a_504(example, 3.0, second_statement) < 3.5, "cancelled by PostgreSQL at the operation's time-out"
+
+
+async def test_work_past_the_time_out_on_a_database_that_answers_is_a_504_not_a_lost_database(pg_example: Path, tmp_path: Path) -> None:
+    async def uncancelled(source: PgRoutingSource) -> None:
         try:
             await asyncio.sleep(5)
         except asyncio.CancelledError:
@@ -143,14 +144,9 @@ async def test_work_past_the_time_out_on_a_database_that_answers_is_a_504_not_a_
             await asyncio.sleep(3)
             raise
 
-    try:
-        began = time.monotonic()
-        with pytest.raises(EngineTimeout):
-            await source._bounded(uncancelled())
-        assert time.monotonic() - began < 3.0, "answered at the time-out and its margin, not when the work ends"
-        assert source.state is SourceState.GREEN
-    finally:
-        await source.disconnect()
+    example = make_pg_example(tmp_path / "example", read_dsn(pg_example))
+    seconds = await seconds_to_a_504(example, 1.0, uncancelled)
+    assert seconds < 3.0, "answered at the time-out and its margin, not when the work ends"
 
 
 async def test_a_database_that_hangs_is_answered_within_the_time_out(own_cluster: PrivateCluster, tmp_path: Path) -> None:

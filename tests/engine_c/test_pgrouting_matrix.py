@@ -18,7 +18,7 @@ from roadkit.errors import EngineTimeout, NoPathFound, PointNotSnapped
 from roadkit.routing.model import Coord, Cost, MatrixRequest, RouteRequest
 from roadkit.routing.source import SourceState
 from roadkit.testing import service_client
-from roadkit_pgrouting import queries
+from roadkit_pgrouting import matrices
 from roadkit_pgrouting.source import PgRoutingSource
 from roadkit_support.pgcluster import PrivateCluster
 from tests.engine_c.conftest import END, FAR_END, FAR_START, START, VIA
@@ -248,7 +248,7 @@ async def test_a_path_out_of_the_points_box_is_found_on_the_whole_graph(trap: Pg
     request = MatrixRequest((along(5, 5, 0.5),), (along(5, 6, 0.5),), Cost("car", "fastest"))
     conn = await asyncpg.connect(trap_dsn)
     try:
-        sql, args = queries.matrix_statement(trap, request)
+        sql, args = matrices.matrix_statement(trap, request)
         first = await conn.fetchrow(sql, *args)
     finally:
         await conn.close()
@@ -269,9 +269,9 @@ async def test_the_statement_run_directly_answers_as_the_source(source: PgRoutin
     expected = await source.matrix(request)
     conn = await asyncpg.connect(pg_dsn)
     try:
-        sql, args = queries.matrix_statement(source, request)
+        sql, args = matrices.matrix_statement(source, request)
         row = await conn.fetchrow(sql, *args)
-        direct = await queries.matrix(source, request, source.setting(request.cost), lambda sql, args: conn.fetchrow(sql, *args))
+        direct = await matrices.matrix(source, request, source.setting(request.cost), lambda sql, args: conn.fetchrow(sql, *args))
     finally:
         await conn.close()
     assert row["ok"] and len(row["durations"]) == 5 * 3 - 3, "one cell per pair of distinct points"
@@ -340,7 +340,7 @@ async def test_only_the_pairs_whose_path_makes_a_restricted_turn_are_searched_ag
 ) -> None:
     points = (*PAIR, ON_RESTRICTED, START, END, FAR_END)
     request = MatrixRequest(points, points, Cost("car", "fastest"))
-    sql, args = queries.matrix_statement(source, request)
+    sql, args = matrices.matrix_statement(source, request)
     first = await source.fetchrow(sql, args)
     turned = list(zip(first["turn_starts"] or (), first["turn_ends"] or (), strict=True))
     assert 1 <= len(turned) < len(points) * (len(points) - 1), "some paths make a restricted turn, not all"
@@ -353,7 +353,7 @@ async def test_only_the_pairs_whose_path_makes_a_restricted_turn_are_searched_ag
         return await fetchrow(sql, args)
 
     monkeypatch.setattr(source, "fetchrow", counted)
-    monkeypatch.setattr(queries, "TURN_PAIRS", 2)
+    monkeypatch.setattr(matrices, "TURN_PAIRS", 2)
     chunked = await source.matrix(request)
     for row, expected_row in zip(chunked.durations + chunked.distances, expected.durations + expected.distances, strict=True):
         assert row == pytest.approx(expected_row, abs=1e-6)  # the same sums, added in another order

@@ -45,7 +45,7 @@ from roadkit.contract.sources import (
     SourceUnavailable,
     VersionedKind,
 )
-from roadkit_pgrouting import avoidance, queries
+from roadkit_pgrouting import avoidance, matrices, queries
 from roadkit_pgrouting.database import Database, close_database, describe, hosts_of, open_database
 from roadkit_pgrouting.options import DatabaseFile, PgCost, PgOptions, parse_options, read_database_file
 from roadkit_pgrouting.sql import Binder
@@ -361,7 +361,7 @@ class PgRoutingSource(Source):
 
     async def matrix(self, request: MatrixRequest) -> MatrixResponse:
         cost = self.setting(request.cost)
-        return await self._bounded(queries.matrix(self, request, cost))
+        return await self._bounded(matrices.matrix(self, request, cost))
 
     async def nearest(self, request: NearestRequest) -> NearestResponse:
         most = self.options.limits.max_nearest
