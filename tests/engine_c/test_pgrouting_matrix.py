@@ -359,3 +359,36 @@ async def test_only_the_pairs_whose_path_makes_a_restricted_turn_are_searched_ag
         assert row == pytest.approx(expected_row, abs=1e-6)  # the same sums, added in another order
     assert len(statements) == 1 + math.ceil(len(turned) / 2), "the first statement, then two turned pairs per statement"
     assert "pgr_trsp_withPoints" not in statements[0] and all("pgr_trsp_withPoints" in s for s in statements[1:])
+
+
+async def test_a_statement_of_turned_pairs_that_would_end_past_the_time_out_is_not_started(
+    source: PgRoutingSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pgRouting's TRSP does not stop when PostgreSQL cancels it: a statement begun near the time-out runs
+    # on past it. Here every statement of turned pairs takes a second (as on a large network).
+    points = (*PAIR, ON_RESTRICTED, START, END, FAR_END)
+    request = MatrixRequest(points, points, Cost("car", "fastest"))
+    sql, args = matrices.matrix_statement(source, request)
+    first = await source.fetchrow(sql, args)
+    assert len(first["turn_starts"] or ()) >= 3, "three statements of turned pairs, one pair each"
+    turned: list[float] = []
+    fetchrow = source.fetchrow
+
+    async def slow(sql: str, args: Sequence[object]) -> object:
+        row = await fetchrow(sql, args)
+        if "pgr_trsp_withPoints" in sql:
+            await asyncio.sleep(1.0)
+            turned.append(loop.time())
+        return row
+
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(source, "fetchrow", slow)
+    monkeypatch.setattr(matrices, "TURN_PAIRS", 1)
+    monkeypatch.setattr(source, "timeout", 2.5)
+    began = loop.time()
+    with pytest.raises(EngineTimeout):
+        await source.matrix(request)
+    ended = loop.time() - began
+    # Two statements end at about 1 s and 2 s; the third would end at about 3 s, past the 2.5 s.
+    assert len(turned) == 2, turned
+    assert ended < 2.5, f"answered {ended:.2f} s after the start, before the time-out"

@@ -282,6 +282,15 @@ class PgRoutingSource(Source):
             raise EngineError(f"pgRouting could not answer: no row from the statement of source {self.id}")
         return row
 
+    def time_left(self) -> float | None:
+        """Seconds left of the time-out of the operation under way (None: outside one)."""
+        deadline = _deadline.get()
+        return None if deadline is None else deadline - asyncio.get_running_loop().time()
+
+    def timed_out(self) -> EngineTimeout:
+        """The error of an operation past the source's time-out (a 504)."""
+        return EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s")
+
     async def _run(self, method: str, sql: str, args: Sequence[Any]) -> Any:
         """One statement on a pooled connection with the source's statement time-out; database errors as roadkit errors."""
         if self.state is SourceState.RED or self._database is None:
@@ -289,11 +298,10 @@ class PgRoutingSource(Source):
             raise SourceUnavailable(f"The database of source {self.id} is unavailable")
         pool = self._database.pool
         milliseconds = int(self.timeout * 1000)
-        deadline = _deadline.get()
-        if deadline is not None:
-            left = deadline - asyncio.get_running_loop().time()
+        left = self.time_left()
+        if left is not None:
             if left <= 0:
-                raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s")
+                raise self.timed_out()
             if left < self.timeout - 1.0:  # a later statement of the operation (a SET only then: one more round trip)
                 milliseconds = max(1, int(left * 1000))
         try:
@@ -301,7 +309,7 @@ class PgRoutingSource(Source):
                 await conn.use_statement_timeout(milliseconds)
                 return await getattr(conn, method)(sql, *args)
         except asyncpg.QueryCanceledError:
-            raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
+            raise self.timed_out() from None
         except TimeoutError as exc:
             # Every connection taken by other requests is a busy source, not a lost database (which
             # times out while a new connection is being opened, with the pool not full).
@@ -327,7 +335,7 @@ class PgRoutingSource(Source):
             result: T = await _within(self.timeout + 1.0, coroutine)
         except TimeoutError:
             if await self._answers():
-                raise EngineTimeout(f"The database of source {self.id} did not answer within {self.timeout:g} s") from None
+                raise self.timed_out() from None
             raise self._lost(TimeoutError(f"no answer within {self.timeout + 1.0:g} s")) from None
         finally:
             _deadline.reset(token)
