@@ -18,7 +18,7 @@ from roadkit.config.allocator import LIBRARIES
 
 #: tcmalloc's cap on the free memory its threads keep for themselves (its default: 32 MiB). The
 #: event loop, engine and executor threads of a worker each kept megabytes no release returns:
-#: 2 MiB saves about 8 MiB a worker after isochrones (benchmarks.md, "Memory and start-up").
+#: 2 MiB saves about 7 MiB a worker after isochrones (benchmarks.md, "Memory and start-up").
 THREAD_CACHES = 2 << 20
 
 
