@@ -331,7 +331,13 @@ def test_an_allocator_is_found_in_the_loaders_folders_and_preloaded(tmp_path: Pa
     # Well formed (whether installed aside): what the admin API's schema accepts, and a 409 when this machine lacks it.
     assert [allocator.well_formed(v) for v in ("auto", "system", "tcmalloc", "jemalloc", "/opt/lib.so", "/a\tb")] == [True] * 6
     assert not any(allocator.well_formed(v) for v in ("fast", "", "/", "opt/lib.so", "/a b.so", "/a:b.so", "/a\0.so"))
-    assert environment(lib, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(lib)}
+    assert environment(lib, {"PATH": "/bin"}) == {
+        "PATH": "/bin",
+        "LD_PRELOAD": str(lib),
+        "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": "2097152",
+    }
+    jemalloc = folder / "libjemalloc.so.2"
+    assert environment(jemalloc, {"PATH": "/bin"}) == {"PATH": "/bin", "LD_PRELOAD": str(jemalloc)}
     assert environment(lib, {"LD_PRELOAD": f"/x/liba.so {lib}"})["LD_PRELOAD"] == f"{lib}:/x/liba.so"
     assert environment(None, {"LD_PRELOAD": "/x/liba.so"}) == {"LD_PRELOAD": "/x/liba.so"}
     # An allocator the administrator itself was started with does not override the setting.
