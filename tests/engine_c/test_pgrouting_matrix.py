@@ -335,15 +335,21 @@ def test_simple_api_matrix_on_pgrouting_names_the_point_far_from_roads(client: T
     assert "targets" in message and "point 1" in message
 
 
-async def test_only_the_pairs_whose_path_makes_a_restricted_turn_are_searched_again_a_few_per_statement(
-    source: PgRoutingSource, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def turned_pairs(source: PgRoutingSource) -> tuple[MatrixRequest, list[tuple[int, int]]]:
+    """A car matrix among points some of whose paths make a restricted turn, and those pairs (its first statement's)."""
     points = (*PAIR, ON_RESTRICTED, START, END, FAR_END)
     request = MatrixRequest(points, points, Cost("car", "fastest"))
     sql, args = matrices.matrix_statement(source, request)
     first = await source.fetchrow(sql, args)
     turned = list(zip(first["turn_starts"] or (), first["turn_ends"] or (), strict=True))
-    assert 1 <= len(turned) < len(points) * (len(points) - 1), "some paths make a restricted turn, not all"
+    assert 3 <= len(turned) < len(points) * (len(points) - 1), "some paths make a restricted turn, not all"
+    return request, turned
+
+
+async def test_only_the_pairs_whose_path_makes_a_restricted_turn_are_searched_again_a_few_per_statement(
+    source: PgRoutingSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request, turned = await turned_pairs(source)
     expected = await source.matrix(request)
     statements: list[str] = []
     fetchrow = source.fetchrow
@@ -366,11 +372,7 @@ async def test_a_statement_of_turned_pairs_that_would_end_past_the_time_out_is_n
 ) -> None:
     # pgRouting's TRSP does not stop when PostgreSQL cancels it: a statement begun near the time-out runs
     # on past it. Here every statement of turned pairs takes a second (as on a large network).
-    points = (*PAIR, ON_RESTRICTED, START, END, FAR_END)
-    request = MatrixRequest(points, points, Cost("car", "fastest"))
-    sql, args = matrices.matrix_statement(source, request)
-    first = await source.fetchrow(sql, args)
-    assert len(first["turn_starts"] or ()) >= 3, "three statements of turned pairs, one pair each"
+    request, pairs = await turned_pairs(source)
     turned: list[float] = []
     fetchrow = source.fetchrow
 
@@ -391,4 +393,4 @@ async def test_a_statement_of_turned_pairs_that_would_end_past_the_time_out_is_n
     ended = loop.time() - began
     # Statements end at about 1 s and 2 s; the next would end at about 3 s, past the 2.5 s: not started.
     assert ended < 2.5, f"answered {ended:.2f} s after the start: no statement runs past the time-out"
-    assert 1 <= len(turned) < len(first["turn_starts"]), turned
+    assert 1 <= len(turned) < len(pairs), turned
